@@ -1,0 +1,85 @@
+#pragma once
+// The math the models run, on contiguous row-major float buffers.
+//
+// Every kernel here has two implementations with the same signature:
+//   attnlab::kernels::            the SIMD one (xsimd; AVX2/FMA natively, SSE2 lowered to SIMD128 in wasm)
+//   attnlab::kernels::reference:: plain scalar loops, used by the tests as the ground truth
+// Leading dimensions (ld*) are in elements, so a kernel can work on a slice of a larger matrix
+// (one attention head, one gate of a recurrent cell).
+#include <cstddef>
+#include <cstdint>
+
+namespace attnlab::kernels {
+
+enum class Activation { none, relu, relu6, tanh, sigmoid, gelu };
+
+// GGUF / ggml Q8_0: 32 weights share one f16 scale; w = scale * q.
+constexpr int kQ8BlockSize = 32;
+#pragma pack(push, 1)
+struct BlockQ8_0 {
+    uint16_t scale;  // IEEE half
+    int8_t q[kQ8BlockSize];
+};
+#pragma pack(pop)
+static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
+
+#define ATTNLAB_KERNEL_DECLARATIONS                                                                        \
+    /* C[M,N] (+)= A[M,K] · B[K,N] */                                                                      \
+    void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, \
+                 bool accumulate = false);                                                                 \
+    /* C[M,N] (+)= A[M,K] · B[N,K]ᵀ   (B in PyTorch nn.Linear layout [out, in]) */                         \
+    void gemm_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, \
+                 bool accumulate = false);                                                                 \
+    /* C[M,N] (+)= A[M,K] · B[N,K]ᵀ with B stored as Q8_0, K/32 blocks per row */                           \
+    void gemm_nt_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc,    \
+                    bool accumulate = false);                                                              \
+    /* y[M] (+)= W[M,N] · x[N] */                                                                          \
+    void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate = false);   \
+    /* y[N] (+)= W[M,N]ᵀ · x[M] */                                                                         \
+    void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate = false); \
+    /* y[M] (+)= W[M,N] · x[N], W as Q8_0 with N/32 blocks per row (N % 32 == 0) */                       \
+    void gemv_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate = false);     \
+    /* y[r,:] = act(y[r,:] + bias) for every row r; bias may be null */                                   \
+    void bias_act(int rows, int cols, float* y, int ldy, const float* bias, Activation act);              \
+    /* x = act(x) elementwise */                                                                           \
+    void activate(float* x, std::size_t n, Activation act);                                               \
+    /* Row-wise softmax in place, stable (max subtracted). mask: null or [rows, cols] with row stride     \
+       ldm (ldm = 0 broadcasts one mask row to all rows); 0 excludes a column. A fully masked row         \
+       becomes all zeros. */                                                                              \
+    void softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask = nullptr, int ldm = 0); \
+    /* Row-wise log-softmax in place, same masking; masked entries become -inf. */                        \
+    void log_softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask = nullptr,           \
+                          int ldm = 0);                                                                   \
+    /* y[r,:] = (x[r,:] - mean) / sqrt(var + eps) * gamma + beta; y may alias x */                        \
+    void layer_norm_rows(int rows, int cols, const float* x, float* y, const float* gamma,                \
+                         const float* beta, float eps);                                                   \
+    /* out[i,:] = table[ids[i],:]; throws attnlab::Error on an id outside [0, vocab) */                   \
+    void embedding(const float* table, int vocab, int dim, const int32_t* ids, int n, float* out);        \
+    float dot(const float* a, const float* b, int n);                                                     \
+    /* y += alpha * x */                                                                                  \
+    void axpy(int n, float alpha, const float* x, float* y);                                              \
+    /* index of the largest value; the first one on ties; n > 0 */                                        \
+    int argmax(const float* x, int n);                                                                    \
+    /* the k largest values, descending, ties by lower index; k <= n */                                   \
+    void top_k(const float* x, int n, int k, int* indices, float* values);
+
+ATTNLAB_KERNEL_DECLARATIONS
+
+namespace reference {
+ATTNLAB_KERNEL_DECLARATIONS
+}
+
+#undef ATTNLAB_KERNEL_DECLARATIONS
+
+// IEEE half <-> float, exact for every half value (round to nearest even on the way down).
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+
+// Quantize n floats (n % 32 == 0) the way ggml does: scale = max|x| / 127, q = round(x / scale).
+void quantize_q8_0(const float* x, std::size_t n, BlockQ8_0* out);
+void dequantize_q8_0(const BlockQ8_0* blocks, std::size_t n, float* out);
+
+// Which SIMD instruction set the kernels were compiled for ("avx2+fma", "sse2 (wasm simd128)", ...).
+const char* simd_name();
+
+}  // namespace attnlab::kernels
