@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# npm run build: installs what is missing, then builds
+#   build/native  native Release: libattnlab.a, the CLI build/native/attnlab, the doctest suite, benchmarks
+#   build/wasm    SIMD WebAssembly: web/dist/attnlab.{mjs,wasm}, the same doctest suite for Node, benchmarks
+# and with --asan also build/asan (ASan+UBSan native suite). --only native|wasm|asan builds just that one.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export NODE_PATH=/usr/share/nodejs
+jobs=$(nproc)
+
+targets=(native wasm)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --asan) targets+=(asan) ;;
+    --only) targets=("$2"); shift ;;
+    --skip-setup) skip_setup=1 ;;
+    *) echo "build.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ "${skip_setup:-0}" = 1 ] || bash scripts/setup.sh
+
+for target in "${targets[@]}"; do
+  echo "== build: $target"
+  case "$target" in
+    native)
+      cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null
+      cmake --build build/native -j"$jobs" ;;
+    asan)
+      cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNLAB_SANITIZE=ON >/dev/null
+      cmake --build build/asan -j"$jobs" --target attnlab_tests attnlab_cli ;;
+    wasm)
+      emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release >/dev/null
+      cmake --build build/wasm -j"$jobs" ;;
+    *) echo "build.sh: unknown target $target" >&2; exit 2 ;;
+  esac
+done
