@@ -1,18 +1,68 @@
 // The attnlab command line. Exit status 0 on success, 1 on any error or bad usage (message on stderr).
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "attnlab/attnlab.hpp"
 #include "attnlab/error.hpp"
+#include "attnlab/io/gguf.hpp"
+#include "cli/json.hpp"
 
 namespace {
+
+using attnlab::cli::json_ints;
+using attnlab::cli::json_matrix;
+using attnlab::cli::json_string;
+using attnlab::cli::json_strings;
 
 constexpr const char* kUsage =
     "usage: attnlab <command> [options]\n"
     "commands:\n"
-    "  version               print the engine version and SIMD instruction set\n";
+    "  version                                   engine version and SIMD instruction set\n"
+    "  info --model FILE                         the model's metadata\n"
+    "  translate --model FILE [--beam N] [--max-length N] [--json] [TEXT...]\n"
+    "                                            translate TEXT, or each line of stdin when no TEXT is given;\n"
+    "                                            a terminal also gets the alignment as a text heatmap\n";
+
+struct Arguments {
+    std::string model;
+    int beam = 1;
+    int max_length = 0;
+    bool json = false;
+    std::vector<std::string> words;
+};
+
+int parse_int(const std::string& flag, const std::string& value) {
+    char* end = nullptr;
+    const long parsed = std::strtol(value.c_str(), &end, 10);
+    attnlab::check(!value.empty() && *end == '\0' && parsed >= 0 && parsed <= 100000,
+                   flag + " needs a non-negative whole number, got '" + value + "'");
+    return static_cast<int>(parsed);
+}
+
+Arguments parse(const std::vector<std::string>& args) {
+    Arguments out;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&]() -> const std::string& {
+            attnlab::check(i + 1 < args.size(), a + " needs a value");
+            return args[++i];
+        };
+        if (a == "--model" || a == "-m") out.model = value();
+        else if (a == "--beam") out.beam = parse_int(a, value());
+        else if (a == "--max-length") out.max_length = parse_int(a, value());
+        else if (a == "--json") out.json = true;
+        else if (a == "--") { out.words.insert(out.words.end(), args.begin() + i + 1, args.end()); break; }
+        else if (a.size() > 1 && a[0] == '-' && a[1] == '-') attnlab::fail("unknown option " + a);
+        else out.words.push_back(a);
+    }
+    return out;
+}
 
 int run_version() {
     const attnlab::EngineInfo info = attnlab::engine_info();
@@ -20,17 +70,100 @@ int run_version() {
     return 0;
 }
 
+int run_info(const Arguments& args) {
+    attnlab::check(!args.model.empty(), "info needs --model FILE");
+    // Any GGUF file, not only a loadable model: info is how one finds out what a file is.
+    const attnlab::gguf::File file = attnlab::gguf::File::open(args.model);
+    std::printf("GGUF v%u, %zu metadata keys, %zu tensors, %zu bytes\n", file.version(), file.keys().size(),
+                file.tensors().size(), file.size_bytes());
+    for (const std::string& key : file.keys()) std::printf("%s = %s\n", key.c_str(), file.describe(key).c_str());
+    for (const attnlab::gguf::TensorInfo& t : file.tensors())
+        std::printf("tensor %s %s %s\n", t.name.c_str(), attnlab::gguf::type_name(t.type),
+                    attnlab::gguf::format_shape(t.shape).c_str());
+    return 0;
+}
+
+// One row per output token, one column per source token; darker = more attention.
+void print_heatmap(const attnlab::Translation& t) {
+    static const char* const kShades[] = {" ", "░", "▒", "▓", "█"};
+    const std::size_t S = t.source_tokens.size(), T = t.target_tokens.size();
+    std::printf("\n%16s", "");
+    for (std::size_t s = 0; s < S; ++s) std::printf("%2zu", s);
+    std::printf("\n");
+    for (std::size_t i = 0; i < T; ++i) {
+        std::printf("%-16.16s", t.target_tokens[i].c_str());
+        for (std::size_t s = 0; s < S; ++s) {
+            const float w = t.attention[i * S + s];
+            const int shade = w >= 0.6f ? 4 : w >= 0.35f ? 3 : w >= 0.15f ? 2 : w >= 0.05f ? 1 : 0;
+            std::printf(" %s", kShades[shade]);
+        }
+        std::printf("\n");
+    }
+    for (std::size_t s = 0; s < S; ++s) std::printf("%16s%2zu %s\n", "", s, t.source_tokens[s].c_str());
+}
+
+std::string translation_json(const attnlab::Translation& t) {
+    const std::size_t S = t.source_tokens.size(), T = t.target_tokens.size();
+    return "{\"text\":" + json_string(t.text) + ",\"source_tokens\":" + json_strings(t.source_tokens) +
+           ",\"target_tokens\":" + json_strings(t.target_tokens) + ",\"source_ids\":" + json_ints(t.source_ids) +
+           ",\"target_ids\":" + json_ints(t.target_ids) + ",\"score_function\":" + json_string(t.score_function) +
+           ",\"attention\":" + json_matrix(t.attention, T, S) + ",\"scores\":" + json_matrix(t.scores, T, S) + "}";
+}
+
+int run_translate(const Arguments& args) {
+    attnlab::check(!args.model.empty(), "translate needs --model FILE");
+    const attnlab::Model model = attnlab::Model::open(args.model);
+    attnlab::TranslateOptions options;
+    options.beam = args.beam;
+    options.max_length = args.max_length;
+    const bool heatmap = !args.json && isatty(STDOUT_FILENO);
+
+    auto translate_one = [&](const std::string& text) {
+        const attnlab::Translation t = model.translate(text, options);
+        if (args.json) {
+            std::printf("%s\n", translation_json(t).c_str());
+        } else {
+            std::printf("%s\n", t.text.c_str());
+            if (heatmap) print_heatmap(t);
+        }
+    };
+    if (!args.words.empty()) {
+        std::string text;
+        for (const std::string& w : args.words) text += (text.empty() ? "" : " ") + w;
+        translate_one(text);
+        return 0;
+    }
+    // One result per input line, so a bad line answers with an error in its place and the status becomes 1.
+    int status = 0;
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        try {
+            translate_one(line);
+        } catch (const attnlab::Error& e) {
+            std::fprintf(stderr, "attnlab: %s\n", e.what());
+            std::printf(args.json ? "{\"error\":%s}\n" : "%s\n", args.json ? json_string(e.what()).c_str() : "");
+            status = 1;
+        }
+        std::fflush(stdout);
+    }
+    return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         std::fputs(kUsage, args.empty() ? stderr : stdout);
         return args.empty() ? 1 : 0;
     }
     try {
         const std::string& command = args[0];
         if (command == "version" || command == "--version") return run_version();
+        const Arguments parsed = parse(args);
+        if (command == "info") return run_info(parsed);
+        if (command == "translate") return run_translate(parsed);
         std::fprintf(stderr, "attnlab: unknown command '%s'\n%s", command.c_str(), kUsage);
         return 1;
     } catch (const std::exception& e) {

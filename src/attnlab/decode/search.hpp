@@ -1,0 +1,58 @@
+#pragma once
+// Greedy and beam search over any model that can take one decoder step. Each hypothesis carries its own
+// attention history, so the result has the alignment of exactly the tokens it returns.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace attnlab::decode {
+
+// What one decoder step produces besides the next state.
+struct StepOutput {
+    std::vector<float> logits;   // [V]
+    std::vector<float> weights;  // [S] attention weights (stage 2) used for this step
+    std::vector<float> scores;   // [S] raw attention scores (stage 1) for this step
+};
+
+// A decoder state is opaque to the search; hypotheses that share a prefix share the state object.
+struct DecoderState {
+    virtual ~DecoderState() = default;
+};
+using StatePtr = std::shared_ptr<const DecoderState>;
+
+class Decoder {
+public:
+    virtual ~Decoder() = default;
+    virtual int bos() const = 0;
+    virtual int eos() const = 0;
+    virtual int source_length() const = 0;
+    virtual StatePtr initial_state() const = 0;
+    // The state after feeding token (y_{i-1}) to state (s_{i-1}); out gets the logits for y_i and the attention.
+    virtual StatePtr step(const DecoderState& state, int32_t token, StepOutput& out) const = 0;
+};
+
+struct SearchOptions {
+    int beam = 1;                    // 1 = greedy
+    float length_penalty = 1.0f;     // hypotheses are ranked by Σ log p / length^length_penalty (EOS counted)
+    float max_length_ratio = 1.5f;   // at most max_length_ratio · |source| + max_length_extra target tokens
+    int max_length_extra = 10;
+};
+
+struct Hypothesis {
+    std::vector<int32_t> tokens;                 // without BOS and EOS
+    std::vector<std::vector<float>> attention;   // [tokens.size()][S] weights for each returned token
+    std::vector<std::vector<float>> scores;      // [tokens.size()][S] raw scores for each returned token
+    float log_probability = 0.0f;                // Σ log p over the tokens (and EOS when it was produced)
+    float score = 0.0f;                          // the ranking score (normalized by length for beam > 1)
+    bool finished = false;                       // ended with EOS rather than by the length limit
+};
+
+int max_target_length(const SearchOptions& options, int source_length);
+
+// Throws attnlab::Error on bad options (beam < 1 or > 64, negative limits).
+Hypothesis greedy_search(const Decoder& decoder, const SearchOptions& options);
+Hypothesis beam_search(const Decoder& decoder, const SearchOptions& options);
+// beam == 1 -> greedy, else beam search.
+Hypothesis search(const Decoder& decoder, const SearchOptions& options);
+
+}  // namespace attnlab::decode

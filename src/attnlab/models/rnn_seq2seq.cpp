@@ -1,0 +1,139 @@
+#include "attnlab/models/rnn_seq2seq.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "attnlab/error.hpp"
+#include "attnlab/io/gguf.hpp"
+#include "attnlab/kernels/kernels.hpp"
+
+namespace attnlab::models {
+
+namespace {
+
+constexpr const char* kArchitecture = "attnlab.bahdanau";
+
+int positive_size(const gguf::File& file, const std::string& key) {
+    const uint32_t value = file.get_u32(key);
+    check(value > 0 && value <= (1u << 20), "metadata key '" + key + "' must be a size between 1 and 2^20");
+    return static_cast<int>(value);
+}
+
+int rows_of(const gguf::File& file, const std::string& name) {
+    const gguf::TensorInfo& info = file.tensor(name);
+    check(info.shape.size() == 2, "tensor '" + name + "' must be 2-D, it has shape " + gguf::format_shape(info.shape));
+    return static_cast<int>(info.shape[0]);
+}
+
+struct RnnState : decode::DecoderState {
+    Vector s;  // [H]
+};
+
+}  // namespace
+
+void embedding_row(const nn::Linear& table, int32_t id, float* out) {
+    check(id >= 0 && id < table.out,
+          "token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(table.out));
+    if (table.quantized()) {
+        const int blocks_per_row = table.in / kernels::kQ8BlockSize;
+        kernels::dequantize_q8_0(table.weight_q8.data() + static_cast<std::size_t>(id) * blocks_per_row, table.in, out);
+    } else {
+        const float* row = table.weight.data() + static_cast<std::size_t>(id) * table.in;
+        std::copy(row, row + table.in, out);
+    }
+}
+
+RnnSeq2Seq load_rnn_seq2seq(const gguf::File& file) {
+    const std::string architecture = file.get_string_or("general.architecture", "(none)");
+    check(architecture == kArchitecture, "this file holds a '" + architecture + "' model, not an RNN translation model ('" +
+                                             std::string(kArchitecture) + "')");
+    const std::string p = std::string(kArchitecture) + ".";
+    RnnSeq2Seq model;
+    RnnSeq2SeqConfig& c = model.config;
+    c.embedding = positive_size(file, p + "embedding_length");
+    c.encoder_hidden = positive_size(file, p + "encoder_hidden_size");
+    c.decoder_hidden = positive_size(file, p + "decoder_hidden_size");
+    c.score = nn::parse_score(file.get_string(p + "score"));
+    c.attention_dim = c.score == nn::Score::additive ? positive_size(file, p + "attention_size") : 0;
+    c.source_eos = file.get_bool_or(p + "source_eos", true);
+    c.source_vocab = rows_of(file, "src_embed.weight");
+    c.target_vocab = rows_of(file, "tgt_embed.weight");
+    const int memory = 2 * c.encoder_hidden;
+
+    model.source_embedding = nn::load_linear_tensors(file, "src_embed.weight", "", c.embedding, c.source_vocab);
+    model.target_embedding = nn::load_linear_tensors(file, "tgt_embed.weight", "", c.embedding, c.target_vocab);
+    model.target_embedding.bias = nn::load_vector(file, "out_bias", c.target_vocab);
+    model.encoder = nn::load_bigru(file, "encoder", c.embedding, c.encoder_hidden);
+    model.init = nn::load_linear(file, "init", memory, c.decoder_hidden);
+    model.attention = nn::load_attention(file, "attn", c.score, c.decoder_hidden, memory, c.attention_dim);
+    model.decoder = nn::load_gru_cell(file, "decoder", c.embedding + memory, c.decoder_hidden);
+    model.deep_output = nn::load_linear(file, "deep_out", c.decoder_hidden + memory + c.embedding, c.embedding);
+
+    model.bos = static_cast<int>(file.get_u32("tokenizer.target.bos_token_id"));
+    model.eos = static_cast<int>(file.get_u32("tokenizer.target.eos_token_id"));
+    check(model.bos < c.target_vocab && model.eos < c.target_vocab, "BOS/EOS ids are outside the target vocabulary");
+    return model;
+}
+
+RnnEncoded rnn_encode(const RnnSeq2Seq& model, const std::vector<int32_t>& source_ids) {
+    const RnnSeq2SeqConfig& c = model.config;
+    const int length = static_cast<int>(source_ids.size());  // S
+    check(length > 0, "cannot translate an empty input");
+    Matrix embedded = Matrix::from_shape({static_cast<std::size_t>(length), static_cast<std::size_t>(c.embedding)});  // [S, emb]
+    for (int j = 0; j < length; ++j)
+        embedding_row(model.source_embedding, source_ids[j], embedded.data() + std::size_t(j) * c.embedding);
+
+    nn::BiGRUOutput encoder = nn::bigru_forward(model.encoder, embedded);  // outputs [S, 2E], final [2, E]
+    RnnEncoded out;
+    out.memory = std::move(encoder.outputs);
+    out.keys = nn::prepare_keys(model.attention, out.memory);
+    out.initial_state = Vector::from_shape({static_cast<std::size_t>(c.decoder_hidden)});
+    // final_hidden rows are [→h_S ; ←h_1], contiguous: exactly init's input.
+    nn::linear(model.init, encoder.final_hidden.data(), 1, out.initial_state.data());
+    kernels::activate(out.initial_state.data(), out.initial_state.size(), kernels::Activation::tanh);
+    return out;
+}
+
+void rnn_step(const RnnSeq2Seq& model, const RnnEncoded& encoded, int32_t token, const float* state,
+              float* next_state, decode::StepOutput& out) {
+    const RnnSeq2SeqConfig& c = model.config;
+    const int memory = 2 * c.encoder_hidden;
+    // x = [E_tgt[y_{i-1}] ; c_i] is the GRU input; the deep output reads [s_i ; c_i ; E_tgt[y_{i-1}]].
+    std::vector<float> gru_input(static_cast<std::size_t>(c.embedding + memory));   // [emb + 2E]
+    std::vector<float> deep_input(static_cast<std::size_t>(c.decoder_hidden + memory + c.embedding));
+    float* embedded = gru_input.data();
+    embedding_row(model.target_embedding, token, embedded);
+
+    nn::AttentionResult attention = nn::attend(model.attention, encoded.keys, state, encoded.memory, nullptr);
+    std::copy(attention.context.begin(), attention.context.end(), gru_input.begin() + c.embedding);
+    nn::gru_step(model.decoder, gru_input.data(), state, next_state);
+
+    std::copy(next_state, next_state + c.decoder_hidden, deep_input.begin());
+    std::copy(attention.context.begin(), attention.context.end(), deep_input.begin() + c.decoder_hidden);
+    std::copy(embedded, embedded + c.embedding, deep_input.begin() + c.decoder_hidden + memory);
+    std::vector<float> t(static_cast<std::size_t>(c.embedding));  // [emb]
+    nn::linear(model.deep_output, deep_input.data(), 1, t.data());
+    kernels::activate(t.data(), t.size(), kernels::Activation::tanh);
+
+    out.logits.resize(static_cast<std::size_t>(c.target_vocab));
+    nn::linear(model.target_embedding, t.data(), 1, out.logits.data());
+    out.weights.assign(attention.weights.begin(), attention.weights.end());
+    out.scores.assign(attention.scores.begin(), attention.scores.end());
+}
+
+decode::StatePtr RnnDecoder::initial_state() const {
+    auto state = std::make_shared<RnnState>();
+    state->s = encoded_.initial_state;
+    return state;
+}
+
+decode::StatePtr RnnDecoder::step(const decode::DecoderState& state, int32_t token, decode::StepOutput& out) const {
+    const auto& previous = static_cast<const RnnState&>(state);
+    auto next = std::make_shared<RnnState>();
+    next->s = Vector::from_shape({static_cast<std::size_t>(model_.config.decoder_hidden)});
+    rnn_step(model_, encoded_, token, previous.s.data(), next->s.data(), out);
+    return next;
+}
+
+}  // namespace attnlab::models

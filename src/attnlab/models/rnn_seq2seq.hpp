@@ -1,0 +1,85 @@
+#pragma once
+// The RNN encoder-decoder with attention of Bahdanau et al. (2015), as trained by models/seq2seq_rnn.py
+// (whose docstring has the equations). One GGUF file holds the weights, the sizes and both tokenizers.
+//
+//   encoder:  h_j = [→h_j ; ←h_j] = BiGRU(E_src[x_j])                       memory [S, 2E]
+//             s_0 = tanh(W_init [→h_S ; ←h_1] + b_init)                     [H]
+//   step i:   e_i = score(s_{i-1}, h_·)  a_i = softmax(e_i)  c_i = Σ_j a_ij h_j
+//             s_i = GRU([E_tgt[y_{i-1}] ; c_i], s_{i-1})
+//             t_i = tanh(W_t [s_i ; c_i ; E_tgt[y_{i-1}]] + b_t)            [emb]
+//             logits_i = E_tgt t_i + b_out                                  [V_tgt] (output tied to E_tgt)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attnlab/decode/search.hpp"
+#include "attnlab/nn/attention.hpp"
+#include "attnlab/nn/linear.hpp"
+#include "attnlab/nn/rnn.hpp"
+#include "attnlab/tensor.hpp"
+
+namespace attnlab::gguf {
+class File;
+}
+
+namespace attnlab::models {
+
+struct RnnSeq2SeqConfig {
+    int source_vocab = 0;
+    int target_vocab = 0;
+    int embedding = 0;       // emb
+    int encoder_hidden = 0;  // E, per direction
+    int decoder_hidden = 0;  // H
+    int attention_dim = 0;   // A (additive only)
+    nn::Score score = nn::Score::additive;
+    bool source_eos = true;  // the encoder input ends with EOS, as in training
+};
+
+struct RnnSeq2Seq {
+    RnnSeq2SeqConfig config;
+    nn::Linear source_embedding;   // [V_src, emb] as a table (rows are looked up; may be Q8_0)
+    nn::Linear target_embedding;   // [V_tgt, emb], also the output projection, with bias b_out [V_tgt]
+    nn::BiGRU encoder;             // emb -> 2E
+    nn::Linear init;               // [H, 2E]
+    nn::AttentionParams attention; // query s [H], keys h_j [2E]
+    nn::GRUCell decoder;           // input [emb + 2E], hidden H
+    nn::Linear deep_output;        // [emb, H + 2E + emb]
+    int bos = 2, eos = 3, pad = 0;
+};
+
+// Reads a model written by models/export_rnn.py; throws attnlab::Error on a file of another kind or shape.
+RnnSeq2Seq load_rnn_seq2seq(const gguf::File& file);
+
+struct RnnEncoded {
+    Matrix memory;               // [S, 2E] annotations h_j
+    nn::PreparedKeys keys;       // the query-independent part of the score
+    Vector initial_state;        // s_0 [H]
+};
+
+// source ids (already ending with EOS when config.source_eos) [S] -> memory, keys, s_0
+RnnEncoded rnn_encode(const RnnSeq2Seq& model, const std::vector<int32_t>& source_ids);
+
+// One decoder step: token y_{i-1}, state s_{i-1} [H] -> s_i [H] (may not alias), out.logits [V_tgt],
+// out.weights [S], out.scores [S].
+void rnn_step(const RnnSeq2Seq& model, const RnnEncoded& encoded, int32_t token, const float* state,
+              float* next_state, decode::StepOutput& out);
+
+// Adapts the model and one encoded sentence to the search.
+class RnnDecoder : public decode::Decoder {
+public:
+    RnnDecoder(const RnnSeq2Seq& model, const RnnEncoded& encoded) : model_(model), encoded_(encoded) {}
+    int bos() const override { return model_.bos; }
+    int eos() const override { return model_.eos; }
+    int source_length() const override { return static_cast<int>(encoded_.memory.shape()[0]); }
+    decode::StatePtr initial_state() const override;
+    decode::StatePtr step(const decode::DecoderState& state, int32_t token, decode::StepOutput& out) const override;
+
+private:
+    const RnnSeq2Seq& model_;
+    const RnnEncoded& encoded_;
+};
+
+// Copies row `id` of an embedding table (f32 or Q8_0) into out [emb]; throws on an id outside the table.
+void embedding_row(const nn::Linear& table, int32_t id, float* out);
+
+}  // namespace attnlab::models
