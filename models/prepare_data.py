@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""Turn the raw corpora in ../shared/data into plain UTF-8 text files under build/data/, one sentence per line.
+
+  build/data/multi30k/{train,val,test2016}.{en,de}       Multi30k task 1, line-aligned
+  build/data/cmn/{train,val,test}.{en,zh,attribution}    Tatoeba EN-ZH pairs, line-aligned
+
+The cmn split is made by UNIQUE English sentence so that no English sentence appears in two splits (Tatoeba
+has many pairs sharing one English side; splitting by pair would leak them into val/test). Which split an
+English sentence lands in is decided by sorting the unique sentences by SHA-256("1234" + TAB + sentence):
+the first VAL_SENTENCES go to val, the next TEST_SENTENCES to test, the rest to train. A hash instead of
+Python's `random` keeps the split identical on every Python version and platform, and no list of sentences
+(which is licensed data) needs to be committed. Pairs keep their order from cmn.txt within each split.
+
+Run from anywhere: /usr/bin/python3 models/prepare_data.py   (takes about a second; always rewrites).
+"""
+import gzip
+import hashlib
+import os
+import sys
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA_ROOT = os.path.join(REPO_ROOT, "..", "shared", "data")
+OUT_ROOT = os.path.join(REPO_ROOT, "build", "data")
+
+SPLIT_SEED = "1234"
+VAL_SENTENCES = 1000   # unique English sentences (with all their pairs)
+TEST_SENTENCES = 1000
+
+# Multi30k file stem in ../shared/data/multi30k -> our split name
+MULTI30K_SPLITS = {"train": "train", "val": "val", "test_2016_flickr": "test2016"}
+
+
+def write_lines(path, lines):
+    # Write to a temporary name first so an interrupted run never leaves a half-written file behind.
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for line in lines:
+            f.write(line + "\n")
+    os.replace(tmp, path)
+
+
+def clean_line(line):
+    # Only the line terminator is removed; the text itself is kept verbatim (the tokenizer decides on spaces).
+    return line.rstrip("\r\n")
+
+
+def prepare_multi30k():
+    counts = {}
+    for stem, split in MULTI30K_SPLITS.items():
+        per_lang = {}
+        for lang in ("en", "de"):
+            src = os.path.join(DATA_ROOT, "multi30k", f"{stem}.{lang}.gz")
+            with gzip.open(src, "rt", encoding="utf-8") as f:
+                per_lang[lang] = [clean_line(l) for l in f]
+        if len(per_lang["en"]) != len(per_lang["de"]):
+            sys.exit(f"multi30k {stem}: {len(per_lang['en'])} English vs {len(per_lang['de'])} German lines")
+        for lang, lines in per_lang.items():
+            write_lines(os.path.join(OUT_ROOT, "multi30k", f"{split}.{lang}"), lines)
+        counts[split] = len(per_lang["en"])
+    return counts
+
+
+def split_key(english):
+    return hashlib.sha256((SPLIT_SEED + "\t" + english).encode("utf-8")).hexdigest()
+
+
+def prepare_cmn():
+    pairs = []
+    with open(os.path.join(DATA_ROOT, "cmn", "cmn.txt"), encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            fields = clean_line(line).split("\t")
+            if len(fields) != 3:
+                sys.exit(f"cmn.txt line {number}: expected EN<TAB>ZH<TAB>attribution, got {len(fields)} fields")
+            pairs.append(fields)
+
+    unique_english = sorted({en for en, _, _ in pairs}, key=lambda s: (split_key(s), s))
+    split_of = {}
+    for rank, english in enumerate(unique_english):
+        if rank < VAL_SENTENCES:
+            split_of[english] = "val"
+        elif rank < VAL_SENTENCES + TEST_SENTENCES:
+            split_of[english] = "test"
+        else:
+            split_of[english] = "train"
+
+    counts = {}
+    for split in ("train", "val", "test"):
+        chosen = [p for p in pairs if split_of[p[0]] == split]
+        for column, suffix in enumerate(("en", "zh", "attribution")):
+            write_lines(os.path.join(OUT_ROOT, "cmn", f"{split}.{suffix}"), [p[column] for p in chosen])
+        counts[split] = len(chosen)
+    return counts
+
+
+def main():
+    m = prepare_multi30k()
+    c = prepare_cmn()
+    print("multi30k:", ", ".join(f"{k} {v}" for k, v in m.items()), "lines ->", os.path.join(OUT_ROOT, "multi30k"))
+    print("cmn:", ", ".join(f"{k} {v}" for k, v in c.items()), "pairs ->", os.path.join(OUT_ROOT, "cmn"))
+
+
+if __name__ == "__main__":
+    main()
