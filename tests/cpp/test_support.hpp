@@ -28,13 +28,14 @@ inline void check_close(const float* actual, const float* expected, std::size_t 
     double worst_ratio = 0;
     for (std::size_t i = 0; i < n; ++i) {
         double diff = std::fabs(double(actual[i]) - double(expected[i]));
-        double ratio = diff / (atol + rtol * std::fabs(double(expected[i])));
+        const double tolerance = atol + rtol * std::fabs(double(expected[i]));
+        double ratio = tolerance > 0 ? diff / tolerance : (diff == 0 ? 0.0 : INFINITY);
         if (!(ratio <= worst_ratio)) {  // also catches NaN
             worst_ratio = std::isnan(ratio) ? INFINITY : ratio;
             worst = i;
         }
     }
-    INFO(what << ": worst element " << worst << " of " << n << ": actual " << (n ? actual[worst] : 0.0f)
+    INFO(std::string(what) << ": worst element " << worst << " of " << n << ": actual " << (n ? actual[worst] : 0.0f)
               << " expected " << (n ? expected[worst] : 0.0f));
     CHECK(worst_ratio <= 1.0);
 }

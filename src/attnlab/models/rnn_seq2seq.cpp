@@ -51,12 +51,14 @@ RnnSeq2Seq load_rnn_seq2seq(const gguf::File& file) {
     const std::string p = std::string(kArchitecture) + ".";
     RnnSeq2Seq model;
     RnnSeq2SeqConfig& c = model.config;
-    c.embedding = positive_size(file, p + "embedding_length");
+    c.embedding = positive_size(file, p + "embedding_size");
     c.encoder_hidden = positive_size(file, p + "encoder_hidden_size");
     c.decoder_hidden = positive_size(file, p + "decoder_hidden_size");
     c.score = nn::parse_score(file.get_string(p + "score"));
     c.attention_dim = c.score == nn::Score::additive ? positive_size(file, p + "attention_size") : 0;
-    c.source_eos = file.get_bool_or(p + "source_eos", true);
+    c.source_eos = file.get_bool_or(p + "source_add_eos", true);
+    check(file.get_string_or(p + "deep_output_activation", "tanh") == "tanh" && file.get_bool_or(p + "tied_output", true),
+          "this RNN model uses a deep output or output projection the engine does not implement");
     c.source_vocab = rows_of(file, "src_embed.weight");
     c.target_vocab = rows_of(file, "tgt_embed.weight");
     const int memory = 2 * c.encoder_hidden;

@@ -1,0 +1,197 @@
+#include "attnlab/nn/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "attnlab/error.hpp"
+#include "attnlab/io/gguf.hpp"
+#include "attnlab/kernels/kernels.hpp"
+
+namespace attnlab::nn {
+
+const char* score_name(Score score) {
+    switch (score) {
+        case Score::dot: return "dot";
+        case Score::general: return "general";
+        case Score::additive: return "additive";
+        case Score::cosine: return "cosine";
+        case Score::scaled_dot: return "scaled_dot";
+    }
+    fail("score_name: invalid Score value " + std::to_string(int(score)));
+}
+
+Score parse_score(const std::string& name) {
+    for (Score s : {Score::dot, Score::general, Score::additive, Score::cosine, Score::scaled_dot})
+        if (name == score_name(s)) return s;
+    fail("unknown attention score '" + name + "' (expected dot, general, additive, cosine or scaled_dot)");
+}
+
+void validate(const AttentionParams& p) {
+    const std::string what = std::string("attention (") + score_name(p.score) + ")";
+    if (!(p.query_dim > 0 && p.key_dim > 0)) fail(what + ": query_dim and key_dim must be positive");
+    switch (p.score) {
+        case Score::dot:
+        case Score::cosine:
+        case Score::scaled_dot:
+            if (!(p.query_dim == p.key_dim))
+                fail(what + ": needs query_dim == key_dim, got " + std::to_string(p.query_dim) + " and " +
+                     std::to_string(p.key_dim));
+            break;
+        case Score::general:
+            validate(p.key_proj, what + " W_k");
+            if (!(p.key_proj.in == p.key_dim && p.key_proj.out == p.query_dim))
+                fail(what + ": W_k must be [query_dim, key_dim]");
+            break;
+        case Score::additive: {
+            const int a = p.attention_dim();
+            if (!(a > 0)) fail(what + ": v is empty");
+            if (!(p.v.dimension() == 1)) fail(what + ": v must be a vector");
+            validate(p.query_proj, what + " query_proj");
+            validate(p.key_proj, what + " key_proj");
+            if (!(p.query_proj.in == p.query_dim && p.query_proj.out == a))
+                fail(what + ": query_proj.weight must be [A=" + std::to_string(a) + ", query_dim]");
+            if (!(p.key_proj.in == p.key_dim && p.key_proj.out == a))
+                fail(what + ": key_proj.weight must be [A=" + std::to_string(a) + ", key_dim]");
+            break;
+        }
+    }
+}
+
+// keys [S, dk] -> PreparedKeys
+PreparedKeys prepare_keys(const AttentionParams& params, const Matrix& keys) {
+    validate(params);
+    if (!(keys.dimension() == 2 && cols(keys) == params.key_dim))
+        fail("prepare_keys: keys have " + std::to_string(cols(keys)) + " columns, expected key_dim " +
+             std::to_string(params.key_dim));
+    PreparedKeys prepared;
+    prepared.score = params.score;
+    prepared.length = rows(keys);
+    switch (params.score) {
+        case Score::general:  // [S, dq]
+        case Score::additive: prepared.projected = linear(params.key_proj, keys); break;  // [S, A]
+        case Score::dot:
+        case Score::scaled_dot: prepared.projected = keys; break;  // [S, dk]
+        case Score::cosine: {
+            prepared.projected = keys;
+            prepared.norms = Vector::from_shape({std::size_t(prepared.length)});
+            const int dk = params.key_dim;
+            for (int s = 0; s < prepared.length; ++s) {
+                const float* k = keys.data() + std::size_t(s) * dk;
+                prepared.norms[s] = std::max(std::sqrt(kernels::dot(k, k, dk)), params.cosine_eps);
+            }
+            break;
+        }
+    }
+    return prepared;
+}
+
+// query [dq] -> scores [S]
+void attention_scores(const AttentionParams& params, const PreparedKeys& keys, const float* query, const uint8_t* mask,
+                      float* scores) {
+    if (!(keys.score == params.score))
+        fail(std::string("attention_scores: keys were prepared for '") + score_name(keys.score) +
+             "' but the params use '" + score_name(params.score) + "'");
+    const int S = keys.length;
+    if (S == 0) return;
+    const int width = params.score == Score::general    ? params.query_dim
+                      : params.score == Score::additive ? params.attention_dim()
+                                                        : params.key_dim;
+    if (keys.projected.dimension() != 2 || rows(keys.projected) != S || cols(keys.projected) != width ||
+        (params.score == Score::cosine && int(keys.norms.size()) != S))
+        fail("attention_scores: the prepared keys do not match the attention parameters (use prepare_keys)");
+    const float* projected = keys.projected.data();
+    switch (params.score) {
+        case Score::dot:
+        case Score::general:  // the key side already went through W_k: e = (keys W_kᵀ) · q
+            kernels::gemv(S, params.query_dim, projected, params.query_dim, query, scores);
+            break;
+        case Score::scaled_dot: {
+            const int dk = params.key_dim;
+            kernels::gemv(S, dk, projected, dk, query, scores);
+            const float inv_sqrt_d = 1.0f / std::sqrt(float(dk));
+            for (int s = 0; s < S; ++s) scores[s] *= inv_sqrt_d;
+            break;
+        }
+        case Score::cosine: {
+            const int dk = params.key_dim;
+            kernels::gemv(S, dk, projected, dk, query, scores);
+            const float query_norm = std::max(std::sqrt(kernels::dot(query, query, dk)), params.cosine_eps);
+            for (int s = 0; s < S; ++s) scores[s] = params.gain * (scores[s] / (query_norm * keys.norms[s]));
+            break;
+        }
+        case Score::additive: {
+            // hidden[s] = tanh(W_q q + b_q + W_k k_s + b_k) for all s at once, then e = hidden · v: one gemv.
+            const int A = params.attention_dim();
+            std::vector<float> query_part(A), hidden(std::size_t(S) * A);
+            linear(params.query_proj, query, 1, query_part.data());  // [A]
+            for (int s = 0; s < S; ++s) {
+                const float* key_part = projected + std::size_t(s) * A;  // [A], prepared once per sentence
+                float* row = hidden.data() + std::size_t(s) * A;
+                for (int a = 0; a < A; ++a) row[a] = query_part[a] + key_part[a];
+            }
+            kernels::activate(hidden.data(), hidden.size(), kernels::Activation::tanh);
+            kernels::gemv(S, A, hidden.data(), A, params.v.data(), scores);
+            break;
+        }
+    }
+    if (mask)
+        for (int s = 0; s < S; ++s)
+            if (!mask[s]) scores[s] = -std::numeric_limits<float>::infinity();
+}
+
+// scores [S] -> weights [S]
+void attention_weights(const float* scores, int length, const uint8_t* mask, float* weights) {
+    if (length == 0) return;
+    std::memcpy(weights, scores, sizeof(float) * length);
+    kernels::softmax_rows(1, length, weights, length, mask, 0);
+}
+
+// weights [S], values [S, dv] -> context [dv]
+void attention_context(const float* weights, const Matrix& values, float* context) {
+    const int S = rows(values), dv = cols(values);
+    if (S == 0) {
+        std::fill(context, context + dv, 0.0f);
+        return;
+    }
+    kernels::gemv_t(S, dv, values.data(), dv, weights, context);
+}
+
+AttentionResult attend(const AttentionParams& params, const PreparedKeys& keys, const float* query,
+                       const Matrix& values, const uint8_t* mask) {
+    if (!(values.dimension() == 2 && rows(values) == keys.length))
+        fail("attend: values have " + std::to_string(rows(values)) + " rows but there are " +
+             std::to_string(keys.length) + " keys");
+    const std::size_t S = std::size_t(keys.length);
+    AttentionResult result;
+    result.scores = Vector::from_shape({S});
+    result.weights = Vector::from_shape({S});
+    result.context = Vector::from_shape({values.shape()[1]});
+    attention_scores(params, keys, query, mask, result.scores.data());
+    attention_weights(result.scores.data(), keys.length, mask, result.weights.data());
+    attention_context(result.weights.data(), values, result.context.data());
+    return result;
+}
+
+AttentionParams load_attention(const gguf::File& file, const std::string& prefix, Score score, int query_dim,
+                               int key_dim, int attention_dim) {
+    AttentionParams params;
+    params.score = score;
+    params.query_dim = query_dim;
+    params.key_dim = key_dim;
+    if (score == Score::general) params.key_proj = load_linear_optional_bias(file, prefix + ".W_k", key_dim, query_dim);
+    if (score == Score::additive) {
+        if (!(attention_dim > 0)) fail("load_attention(" + prefix + "): additive attention needs attention_dim > 0");
+        params.query_proj = load_linear_optional_bias(file, prefix + ".W_q", query_dim, attention_dim);
+        params.key_proj = load_linear_optional_bias(file, prefix + ".W_k", key_dim, attention_dim);
+        params.v = xt::flatten(load_matrix(file, prefix + ".v.weight", 1, attention_dim));
+    }
+    if (score == Score::cosine && file.has_tensor(prefix + ".gain"))
+        params.gain = load_vector(file, prefix + ".gain", 1)[0];
+    validate(params);
+    return params;
+}
+
+}  // namespace attnlab::nn

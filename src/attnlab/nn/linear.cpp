@@ -1,0 +1,113 @@
+#include "attnlab/nn/linear.hpp"
+
+#include <cstring>
+
+#include "attnlab/error.hpp"
+#include "attnlab/io/gguf.hpp"
+
+namespace attnlab::nn {
+
+void validate(const Linear& layer, const std::string& what) {
+    if (!(layer.in > 0 && layer.out > 0))
+        fail(what + ": linear layer has no shape (in " + std::to_string(layer.in) + ", out " +
+             std::to_string(layer.out) + ")");
+    if (layer.quantized()) {
+        if (!(layer.in % kernels::kQ8BlockSize == 0))
+            fail(what + ": Q8_0 weights need in % 32 == 0, in is " + std::to_string(layer.in));
+        if (!(layer.weight_q8.size() == std::size_t(layer.out) * (layer.in / kernels::kQ8BlockSize)))
+            fail(what + ": Q8_0 weight has " + std::to_string(layer.weight_q8.size()) + " blocks, expected out*in/32");
+    } else {
+        if (!(layer.weight.dimension() == 2 && int(layer.weight.shape()[0]) == layer.out &&
+              int(layer.weight.shape()[1]) == layer.in))
+            fail(what + ": weight is not [out=" + std::to_string(layer.out) + ", in=" + std::to_string(layer.in) + "]");
+    }
+    if (!(!layer.has_bias() || int(layer.bias.size()) == layer.out))
+        fail(what + ": bias has " + std::to_string(layer.bias.size()) + " elements, expected " +
+             std::to_string(layer.out));
+}
+
+// x [rows, in] -> y [rows, out]
+void linear(const Linear& layer, const float* x, int rows, float* y) {
+    if (rows < 0) fail("linear: negative row count");
+    if (rows == 0) return;
+    if (layer.quantized()) {
+        if (rows == 1)
+            kernels::gemv_q8(layer.out, layer.in, layer.weight_q8.data(), x, y);
+        else
+            kernels::gemm_nt_q8(rows, layer.out, layer.in, x, layer.in, layer.weight_q8.data(), y, layer.out);
+    } else {
+        if (rows == 1)
+            kernels::gemv(layer.out, layer.in, layer.weight.data(), layer.in, x, y);
+        else
+            kernels::gemm_nt(rows, layer.out, layer.in, x, layer.in, layer.weight.data(), layer.in, y, layer.out);
+    }
+    if (layer.has_bias())
+        kernels::bias_act(rows, layer.out, y, layer.out, layer.bias.data(), kernels::Activation::none);
+}
+
+// x [rows, in] -> [rows, out]
+Matrix linear(const Linear& layer, const Matrix& x) {
+    if (!(x.dimension() == 2 && cols(x) == layer.in))
+        fail("linear: input has " + std::to_string(cols(x)) + " columns, layer expects " + std::to_string(layer.in));
+    Matrix y = Matrix::from_shape({x.shape()[0], std::size_t(layer.out)});
+    linear(layer, x.data(), rows(x), y.data());
+    return y;
+}
+
+Linear slice_rows(const Linear& layer, int begin, int count) {
+    if (!(begin >= 0 && count > 0 && begin + count <= layer.out))
+        fail("slice_rows: rows [" + std::to_string(begin) + ", " + std::to_string(begin + count) + ") outside [0, " +
+             std::to_string(layer.out) + ")");
+    Linear part;
+    part.in = layer.in;
+    part.out = count;
+    if (layer.quantized()) {
+        const std::size_t blocks_per_row = layer.in / kernels::kQ8BlockSize;
+        part.weight_q8.assign(layer.weight_q8.begin() + std::size_t(begin) * blocks_per_row,
+                              layer.weight_q8.begin() + std::size_t(begin + count) * blocks_per_row);
+    } else {
+        part.weight = Matrix::from_shape({std::size_t(count), std::size_t(layer.in)});
+        std::memcpy(part.weight.data(), layer.weight.data() + std::size_t(begin) * layer.in,
+                    sizeof(float) * std::size_t(count) * layer.in);
+    }
+    if (layer.has_bias()) {
+        part.bias = Vector::from_shape({std::size_t(count)});
+        std::memcpy(part.bias.data(), layer.bias.data() + begin, sizeof(float) * count);
+    }
+    return part;
+}
+
+Linear load_linear_tensors(const gguf::File& file, const std::string& weight_name, const std::string& bias_name, int in,
+                           int out) {
+    if (!(in > 0 && out > 0)) fail("load_linear(" + weight_name + "): in and out must be positive");
+    Linear layer;
+    layer.in = in;
+    layer.out = out;
+    if (file.tensor(weight_name).type == gguf::TensorType::q8_0)
+        layer.weight_q8 = file.load_q8(weight_name, {out, in});  // stays quantized: gemv_q8 / gemm_nt_q8
+    else
+        layer.weight = file.load_f32<2>(weight_name, {out, in});
+    if (!bias_name.empty() && file.has_tensor(bias_name)) layer.bias = file.load_f32<1>(bias_name, {out});
+    validate(layer, weight_name);
+    return layer;
+}
+
+Linear load_linear(const gguf::File& file, const std::string& prefix, int in, int out, bool with_bias) {
+    Linear layer = load_linear_tensors(file, prefix + ".weight", "", in, out);
+    if (with_bias) layer.bias = file.load_f32<1>(prefix + ".bias", {out});  // required: throws when missing
+    return layer;
+}
+
+Linear load_linear_optional_bias(const gguf::File& file, const std::string& prefix, int in, int out) {
+    return load_linear_tensors(file, prefix + ".weight", prefix + ".bias", in, out);
+}
+
+Vector load_vector(const gguf::File& file, const std::string& name, int n) {
+    return file.load_f32<1>(name, {n});
+}
+
+Matrix load_matrix(const gguf::File& file, const std::string& name, int rows, int cols) {
+    return file.load_f32<2>(name, {rows, cols});
+}
+
+}  // namespace attnlab::nn

@@ -1,0 +1,53 @@
+#pragma once
+// nn.Linear: y = x · Wᵀ + b, with W in PyTorch layout [out, in], as f32 or as GGUF Q8_0 blocks.
+#include <string>
+#include <vector>
+
+#include "attnlab/kernels/kernels.hpp"
+#include "attnlab/tensor.hpp"
+
+namespace attnlab::gguf {
+class File;
+}
+
+namespace attnlab::nn {
+
+struct Linear {
+    int in = 0;
+    int out = 0;
+    Matrix weight;                                 // [out, in] f32; empty when weight_q8 holds the weights
+    std::vector<kernels::BlockQ8_0> weight_q8;     // [out, in/32] Q8_0 blocks; used when non-empty
+    Vector bias;                                   // [out], or empty for no bias
+
+    bool quantized() const { return !weight_q8.empty(); }
+    bool has_bias() const { return bias.size() != 0; }
+};
+
+// x [rows, in] -> y [rows, out]; contiguous row-major buffers; y must not alias x.
+void linear(const Linear& layer, const float* x, int rows, float* y);
+// x [rows, in] -> [rows, out]
+Matrix linear(const Linear& layer, const Matrix& x);
+
+// Rows [begin, begin+count) of the layer (weights and bias): splits a fused projection such as
+// nn.MultiheadAttention's in_proj [3d, d] or a recurrent cell's stacked gates.
+Linear slice_rows(const Linear& layer, int begin, int count);
+
+// Checks that the weights agree with in/out (a hand-built layer with a wrong shape fails here, not in a kernel).
+void validate(const Linear& layer, const std::string& what);
+
+// Reads "<prefix>.weight" [out, in] and, when with_bias, "<prefix>.bias" [out]. Q8_0 weights stay quantized,
+// F16 and F32 become f32. Throws attnlab::Error when a tensor is missing or has another shape.
+Linear load_linear(const gguf::File& file, const std::string& prefix, int in, int out, bool with_bias = true);
+// Same, but the bias is loaded only when the file has "<prefix>.bias".
+Linear load_linear_optional_bias(const gguf::File& file, const std::string& prefix, int in, int out);
+
+// The general form: any weight name [out, in]; the bias is loaded when bias_name is non-empty and present.
+Linear load_linear_tensors(const gguf::File& file, const std::string& weight_name, const std::string& bias_name,
+                           int in, int out);
+
+// A 1-D f32/f16 tensor of n elements.
+Vector load_vector(const gguf::File& file, const std::string& name, int n);
+// A 2-D f32/f16 tensor [rows, cols].
+Matrix load_matrix(const gguf::File& file, const std::string& name, int rows, int cols);
+
+}  // namespace attnlab::nn
