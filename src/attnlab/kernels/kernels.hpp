@@ -50,7 +50,7 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
     /* Row-wise log-softmax in place, same masking; masked entries become -inf. */                        \
     void log_softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask = nullptr,           \
                           int ldm = 0);                                                                   \
-    /* y[r,:] = (x[r,:] - mean) / sqrt(var + eps) * gamma + beta; y may alias x */                        \
+    /* y[r,:] = (x[r,:] - mean) / sqrt(var + eps) * gamma + beta; y may alias x; gamma/beta may be null */\
     void layer_norm_rows(int rows, int cols, const float* x, float* y, const float* gamma,                \
                          const float* beta, float eps);                                                   \
     /* out[i,:] = table[ids[i],:]; throws attnlab::Error on an id outside [0, vocab) */                   \

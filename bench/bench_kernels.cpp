@@ -1,0 +1,111 @@
+// Kernel benchmark: SIMD kernels (attnlab::kernels) against the scalar reference, natively and in wasm.
+// Prints a table, then as its LAST line one JSON object that scripts/bench_kernels.mjs parses:
+//   {"simd": "<simd_name()>", "results": {"gemm_nt_256_f32": {"simd_gflops": x, "scalar_gflops": y}, ...}}
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attnlab/kernels/kernels.hpp"
+#include "attnlab/kernels/variants.hpp"
+
+namespace k = attnlab::kernels;
+namespace ref = attnlab::kernels::reference;
+
+namespace {
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
+
+// Best-of-3 seconds per call; each trial repeats the call for about 60 ms (~0.2 s per kernel).
+double seconds_per_call(const std::function<void()>& call) {
+    using clock = std::chrono::steady_clock;
+    auto t0 = clock::now();
+    call();  // warm-up, and the calibration
+    const double once = std::chrono::duration<double>(clock::now() - t0).count();
+    const int reps = std::max(1, int(0.06 / std::max(once, 1e-9)));
+    double best = 1e30;
+    for (int trial = 0; trial < 3; ++trial) {
+        t0 = clock::now();
+        for (int r = 0; r < reps; ++r) call();
+        best = std::min(best, std::chrono::duration<double>(clock::now() - t0).count() / reps);
+    }
+    return best;
+}
+
+struct Result {
+    std::string name;
+    double flops;
+    double simd_gflops, scalar_gflops;
+};
+
+}  // namespace
+
+int main() {
+    const int n = 256;
+    const auto A = random_floats((size_t)n * n, 1), B = random_floats((size_t)n * n, 2);
+    std::vector<float> C((size_t)n * n);
+    const auto W = random_floats((size_t)512 * 2048, 3);
+    const auto x = random_floats(2048, 4);
+    std::vector<float> y(2048);
+    std::vector<k::BlockQ8_0> Wq((size_t)512 * 2048 / k::kQ8BlockSize), Bq((size_t)n * n / k::kQ8BlockSize);
+    k::quantize_q8_0(W.data(), W.size(), Wq.data());
+    k::quantize_q8_0(B.data(), B.size(), Bq.data());
+
+    std::vector<Result> results;
+    auto run = [&](const std::string& name, double flops, const std::function<void()>& simd,
+                   const std::function<void()>& scalar) {
+        const double t_simd = seconds_per_call(simd), t_scalar = seconds_per_call(scalar);
+        results.push_back({name, flops, flops / t_simd * 1e-9, flops / t_scalar * 1e-9});
+        std::printf("%-28s %10.2f %10.2f %8.1fx\n", name.c_str(), results.back().simd_gflops,
+                    results.back().scalar_gflops, t_scalar / t_simd);
+        std::fflush(stdout);
+    };
+
+    std::printf("simd: %s\n%-28s %10s %10s %9s\n", k::simd_name(), "case (GFLOP/s)", "simd", "scalar", "speedup");
+    const double gemm_flops = 2.0 * n * n * n;
+    run("gemm_nn_256_f32", gemm_flops, [&] { k::gemm_nn(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
+        [&] { ref::gemm_nn(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
+    run("gemm_nt_256_f32", gemm_flops, [&] { k::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
+        [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
+    // The gemm_nt implementations gemm_nt chooses between (the scalar column repeats the reference).
+    run("gemm_nt_256_f32_dot_xsimd", gemm_flops,
+        [&] { k::variants::gemm_nt_xsimd(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
+        [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
+    run("gemm_nt_256_f32_packed", gemm_flops,
+        [&] { k::variants::gemm_nt_packed(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
+        [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
+#if defined(__wasm_simd128__)
+    run("gemm_nt_256_f32_dot_wasm128", gemm_flops,
+        [&] { k::variants::gemm_nt_wasm128(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
+        [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
+#endif
+    for (const auto& shape_mn : {std::pair{512, 2048}, std::pair{2048, 512}}) {
+        const int M = shape_mn.first, N = shape_mn.second;  // (clang 14 cannot capture structured bindings)
+        const std::string shape = std::to_string(M) + "x" + std::to_string(N);
+        const double flops = 2.0 * M * N;
+        run("gemv_" + shape + "_f32", flops, [&] { k::gemv(M, N, W.data(), N, x.data(), y.data()); },
+            [&] { ref::gemv(M, N, W.data(), N, x.data(), y.data()); });
+        run("gemv_t_" + shape + "_f32", flops, [&] { k::gemv_t(M, N, W.data(), N, x.data(), y.data()); },
+            [&] { ref::gemv_t(M, N, W.data(), N, x.data(), y.data()); });
+        run("gemv_q8_" + shape, flops, [&] { k::gemv_q8(M, N, Wq.data(), x.data(), y.data()); },
+            [&] { ref::gemv_q8(M, N, Wq.data(), x.data(), y.data()); });
+    }
+    run("gemm_nt_q8_256", gemm_flops, [&] { k::gemm_nt_q8(n, n, n, A.data(), n, Bq.data(), C.data(), n); },
+        [&] { ref::gemm_nt_q8(n, n, n, A.data(), n, Bq.data(), C.data(), n); });
+
+    std::printf("{\"simd\": \"%s\", \"results\": {", k::simd_name());
+    for (size_t i = 0; i < results.size(); ++i)
+        std::printf("%s\"%s\": {\"simd_gflops\": %.3f, \"scalar_gflops\": %.3f}", i ? ", " : "",
+                    results[i].name.c_str(), results[i].simd_gflops, results[i].scalar_gflops);
+    std::printf("}}\n");
+    return 0;
+}

@@ -1,0 +1,73 @@
+// IEEE half <-> float and ggml's Q8_0 quantization, bit-exact (integer arithmetic, no FPU rounding modes).
+#include <cmath>
+#include <cstring>
+
+#include "attnlab/error.hpp"
+#include "attnlab/kernels/detail.hpp"
+#include "attnlab/kernels/kernels.hpp"
+
+namespace attnlab::kernels {
+
+static uint32_t float_bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+float f16_to_f32(uint16_t h) { return detail::half_to_float(h); }
+
+// Shift right by `shift` (1..31) rounding to nearest, ties to even.
+static uint32_t shift_round_even(uint32_t value, int shift) {
+    const uint32_t kept = value >> shift;
+    const uint32_t rest = value & ((1u << shift) - 1u);
+    const uint32_t half = 1u << (shift - 1);
+    return kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
+}
+
+uint16_t f32_to_f16(float f) {
+    const uint32_t x = float_bits(f);
+    const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
+    const uint32_t magnitude = x & 0x7fffffffu;
+    if (magnitude >= 0x7f800000u) {
+        if (magnitude == 0x7f800000u) return sign | 0x7c00u;
+        // NaN: keep the top payload bits; never let a NaN collapse into infinity.
+        uint32_t payload = (magnitude >> 13) & 0x3ffu;
+        if (payload == 0) payload = 0x200u;
+        return uint16_t(sign | 0x7c00u | payload);
+    }
+    if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds past the largest half (65504)
+    if (magnitude < 0x38800000u) {                         // below 2^-14: a half subnormal or zero
+        const int exponent = int(magnitude >> 23);
+        if (exponent < 102) return sign;  // under half of the smallest subnormal 2^-24: rounds to zero
+        const uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
+        // value = significand * 2^(exponent-150); in units of 2^-24 that is significand >> (126 - exponent).
+        return uint16_t(sign | shift_round_even(significand, 126 - exponent));
+    }
+    // Normal: rebias the exponent (127 -> 15) and round the 23-bit mantissa to 10; a carry out of the
+    // mantissa correctly bumps the exponent.
+    return uint16_t(sign | shift_round_even(magnitude - 0x38000000u, 13));
+}
+
+void quantize_q8_0(const float* x, std::size_t n, BlockQ8_0* out) {
+    check(n % kQ8BlockSize == 0, "quantize_q8_0: n=" + std::to_string(n) + " is not a multiple of 32");
+    for (std::size_t b = 0; b < n / kQ8BlockSize; ++b) {
+        const float* block = x + b * kQ8BlockSize;
+        float amax = 0.0f;
+        for (int j = 0; j < kQ8BlockSize; ++j) amax = std::fmax(amax, std::fabs(block[j]));
+        // As ggml's quantize_row_q8_0_reference: the unrounded scale divides, the f16-rounded one is stored.
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        out[b].scale = f32_to_f16(d);
+        for (int j = 0; j < kQ8BlockSize; ++j) out[b].q[j] = int8_t(std::roundf(block[j] * id));
+    }
+}
+
+void dequantize_q8_0(const BlockQ8_0* blocks, std::size_t n, float* out) {
+    check(n % kQ8BlockSize == 0, "dequantize_q8_0: n=" + std::to_string(n) + " is not a multiple of 32");
+    for (std::size_t b = 0; b < n / kQ8BlockSize; ++b) {
+        const float d = f16_to_f32(blocks[b].scale);
+        for (int j = 0; j < kQ8BlockSize; ++j) out[b * kQ8BlockSize + j] = d * float(blocks[b].q[j]);
+    }
+}
+
+}  // namespace attnlab::kernels

@@ -1,0 +1,538 @@
+// Kernel tests. Ground truth: the scalar reference kernels, which are themselves checked against small
+// hand-computed examples first, plus std:: math, exhaustive half conversions and ggml's Q8_0 rules.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attnlab/error.hpp"
+#include "attnlab/kernels/kernels.hpp"
+#include "attnlab/kernels/variants.hpp"
+#include "test_support.hpp"
+
+namespace k = attnlab::kernels;
+namespace ref = attnlab::kernels::reference;
+using attnlab::test::check_close;
+using attnlab::test::random_vector;
+
+namespace {
+
+const int kSizes[] = {1, 2, 3, 7, 8, 17, 33, 64, 100};
+const float kNegInf = -std::numeric_limits<float>::infinity();
+const float kExact = 1e-30f;  // check_close tolerance that only equality passes
+
+using GemmFn = void (*)(int, int, int, const float*, int, const float*, int, float*, int, bool);
+
+// Runs `fn` and the reference on the same random problem with padded leading dimensions; checks the
+// result and that the padding columns of C are untouched.
+void check_gemm_against_reference(GemmFn fn, GemmFn reference, bool b_transposed, int M, int N, int K,
+                                  bool accumulate, unsigned seed) {
+    const int lda = K + 3, ldc = N + 5;
+    const int ldb = b_transposed ? K + 2 : N + 1;
+    const int b_rows = b_transposed ? N : K;
+    const auto A = random_vector((size_t)M * lda, seed);
+    const auto B = random_vector((size_t)b_rows * ldb, seed + 1);
+    auto C = random_vector((size_t)M * ldc, seed + 2);
+    auto expected = C;
+    fn(M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, accumulate);
+    reference(M, N, K, A.data(), lda, B.data(), ldb, expected.data(), ldc, accumulate);
+    INFO("M=" << M << " N=" << N << " K=" << K << " accumulate=" << accumulate);
+    // Including the padding: the reference leaves it as it was, so must the kernel.
+    check_close(C, expected, 1e-5f * (K + 1), 1e-5f, "gemm");
+}
+
+void check_gemm_all_shapes(GemmFn fn, GemmFn reference, bool b_transposed) {
+    unsigned seed = 1;
+    for (int M : kSizes)
+        for (int N : kSizes)
+            for (int K : kSizes) check_gemm_against_reference(fn, reference, b_transposed, M, N, K, (M + N + K) % 2, seed += 3);
+}
+
+std::vector<k::BlockQ8_0> quantize(const std::vector<float>& x) {
+    std::vector<k::BlockQ8_0> blocks(x.size() / k::kQ8BlockSize);
+    k::quantize_q8_0(x.data(), x.size(), blocks.data());
+    return blocks;
+}
+
+std::vector<float> dequantize(const std::vector<k::BlockQ8_0>& blocks) {
+    std::vector<float> x(blocks.size() * k::kQ8BlockSize);
+    k::dequantize_q8_0(blocks.data(), x.size(), x.data());
+    return x;
+}
+
+uint32_t bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+const k::Activation kActivations[] = {k::Activation::none, k::Activation::relu, k::Activation::relu6,
+                                      k::Activation::tanh, k::Activation::sigmoid, k::Activation::gelu};
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// The reference kernels on examples small enough to work out by hand.
+
+TEST_CASE("reference gemm on a 2x3 · 3x2 product written out") {
+    const float A[6] = {1, 2, 3, 4, 5, 6};      // [[1,2,3],[4,5,6]]
+    const float B[6] = {7, 8, 9, 10, 11, 12};   // [[7,8],[9,10],[11,12]]
+    const float Bt[6] = {7, 9, 11, 8, 10, 12};  // the same B stored [N,K]
+    // [[1·7+2·9+3·11, 1·8+2·10+3·12], [4·7+5·9+6·11, 4·8+5·10+6·12]]
+    const std::vector<float> expected = {58, 64, 139, 154};
+    std::vector<float> C(4, -1.0f);
+    ref::gemm_nn(2, 2, 3, A, 3, B, 2, C.data(), 2);
+    check_close(C, expected, kExact, 0, "gemm_nn");
+    std::fill(C.begin(), C.end(), -1.0f);
+    ref::gemm_nt(2, 2, 3, A, 3, Bt, 3, C.data(), 2);
+    check_close(C, expected, kExact, 0, "gemm_nt");
+    ref::gemm_nt(2, 2, 3, A, 3, Bt, 3, C.data(), 2, /*accumulate=*/true);
+    check_close(C, {116, 128, 278, 308}, kExact, 0, "gemm_nt accumulate");
+    // A slice: the first 2 columns of A (lda 3) times the first 2 rows of B.
+    ref::gemm_nn(2, 2, 2, A, 3, B, 2, C.data(), 2);
+    check_close(C, {1 * 7 + 2 * 9, 1 * 8 + 2 * 10, 4 * 7 + 5 * 9, 4 * 8 + 5 * 10}, kExact, 0, "gemm_nn lda");
+}
+
+TEST_CASE("reference gemv, gemv_t, dot, axpy by hand") {
+    const float W[6] = {1, 2, 3, 4, 5, 6};  // [2,3]
+    const float x3[3] = {1, 0, -1}, x2[2] = {2, -1};
+    std::vector<float> y(2);
+    ref::gemv(2, 3, W, 3, x3, y.data());
+    check_close(y, {-2, -2}, kExact, 0, "gemv");
+    std::vector<float> yt(3);
+    ref::gemv_t(2, 3, W, 3, x2, yt.data());
+    check_close(yt, {2 - 4, 4 - 5, 6 - 6}, kExact, 0, "gemv_t");
+    CHECK(ref::dot(W, W + 3, 3) == 1 * 4 + 2 * 5 + 3 * 6);
+    std::vector<float> acc = {1, 1, 1};
+    ref::axpy(3, 2.0f, W, acc.data());
+    check_close(acc, {3, 5, 7}, kExact, 0, "axpy");
+}
+
+TEST_CASE("reference softmax, log_softmax, layer_norm, activations by hand") {
+    std::vector<float> x = {0.0f, std::log(3.0f), 5.0f, 0.0f, 0.0f, 0.0f};  // [2,3]
+    const uint8_t mask[6] = {1, 1, 0, 0, 0, 0};                            // row 1 fully masked
+    ref::softmax_rows(2, 3, x.data(), 3, mask, 3);
+    check_close(x, {0.25f, 0.75f, 0, 0, 0, 0}, 1e-7f, 0, "softmax");
+    std::vector<float> l = {0.0f, 0.0f, 7.0f};
+    const uint8_t mask1[3] = {1, 1, 0};
+    ref::log_softmax_rows(1, 3, l.data(), 3, mask1, 0);
+    CHECK(l[0] == doctest::Approx(-std::log(2.0)));
+    CHECK(l[1] == doctest::Approx(-std::log(2.0)));
+    CHECK(l[2] == kNegInf);
+
+    std::vector<float> n = {1, 2, 3, 4};  // mean 2.5, biased variance 1.25
+    const float gamma[4] = {1, 2, 1, 1}, beta[4] = {0, 0, 1, 0};
+    ref::layer_norm_rows(1, 4, n.data(), n.data(), gamma, beta, 0.0f);
+    const float s = 1.0f / std::sqrt(1.25f);
+    check_close(n, {-1.5f * s, -0.5f * s * 2, 0.5f * s + 1, 1.5f * s}, 1e-6f, 0, "layer_norm");
+
+    std::vector<float> a = {-1.0f, 0.5f, 7.0f};
+    ref::activate(a.data(), 3, k::Activation::relu6);
+    check_close(a, {0, 0.5f, 6}, kExact, 0, "relu6");
+    std::vector<float> g = {1.0f, -1.0f};
+    ref::activate(g.data(), 2, k::Activation::gelu);
+    // torch.nn.functional.gelu(torch.tensor([1., -1.])) = [0.8413447, -0.1586553]
+    check_close(g, {0.8413447f, -0.1586553f}, 1e-6f, 0, "gelu");
+    std::vector<float> sg = {0.0f};
+    ref::activate(sg.data(), 1, k::Activation::sigmoid);
+    CHECK(sg[0] == 0.5f);
+}
+
+TEST_CASE("reference argmax, top_k and embedding by hand") {
+    const float x[6] = {1, 5, 3, 5, -2, 3};
+    CHECK(ref::argmax(x, 6) == 1);  // first of the tied maxima
+    int idx[4];
+    float val[4];
+    ref::top_k(x, 6, 4, idx, val);
+    CHECK(idx[0] == 1);
+    CHECK(idx[1] == 3);
+    CHECK(idx[2] == 2);
+    CHECK(idx[3] == 5);
+    CHECK(val[0] == 5);
+    CHECK(val[3] == 3);
+    const float table[6] = {0, 1, 10, 11, 20, 21};  // [3,2]
+    const int32_t ids[3] = {2, 0, 2};
+    float out[6];
+    ref::embedding(table, 3, 2, ids, 3, out);
+    check_close(out, std::vector<float>{20, 21, 0, 1, 20, 21}.data(), 6, kExact, 0, "embedding");
+}
+
+// ------------------------------------------------------------------------------------------------
+// SIMD kernels against the reference.
+
+TEST_CASE("gemm_nn matches the reference on all shapes") { check_gemm_all_shapes(k::gemm_nn, ref::gemm_nn, false); }
+
+TEST_CASE("gemm_nt matches the reference on all shapes") {
+    SUBCASE("dispatching gemm_nt") { check_gemm_all_shapes(k::gemm_nt, ref::gemm_nt, true); }
+    SUBCASE("dot-form xsimd tiles") { check_gemm_all_shapes(k::variants::gemm_nt_xsimd, ref::gemm_nt, true); }
+    SUBCASE("packed Bᵀ + nn tiles") { check_gemm_all_shapes(k::variants::gemm_nt_packed, ref::gemm_nt, true); }
+#if defined(__wasm_simd128__)
+    SUBCASE("hand-written SIMD128 tiles") { check_gemm_all_shapes(k::variants::gemm_nt_wasm128, ref::gemm_nt, true); }
+#endif
+}
+
+TEST_CASE("gemm kernels on a larger problem and with zero sizes") {
+    check_gemm_against_reference(k::gemm_nn, ref::gemm_nn, false, 130, 257, 96, false, 99);
+    check_gemm_against_reference(k::gemm_nt, ref::gemm_nt, true, 130, 257, 96, true, 98);
+    float C[4] = {1, 2, 3, 4};
+    const float A[1] = {0}, B[1] = {0};
+    k::gemm_nn(2, 2, 0, A, 0, B, 2, C, 2, true);  // K = 0 accumulates nothing
+    check_close(C, std::vector<float>{1, 2, 3, 4}.data(), 4, kExact, 0, "K=0 accumulate");
+    k::gemm_nt(2, 2, 0, A, 0, B, 0, C, 2, false);  // K = 0 overwrites with zeros
+    check_close(C, std::vector<float>{0, 0, 0, 0}.data(), 4, kExact, 0, "K=0");
+    k::gemm_nn(0, 3, 3, A, 3, B, 3, C, 3);  // M = 0: nothing to do, nothing touched
+}
+
+TEST_CASE("gemm and gemv reject inconsistent sizes") {
+    std::vector<float> buf(64);
+    CHECK_THROWS_AS(k::gemm_nn(2, 2, 4, buf.data(), 3, buf.data(), 2, buf.data(), 2), attnlab::Error);
+    CHECK_THROWS_AS(k::gemm_nt(2, 2, 4, buf.data(), 4, buf.data(), 3, buf.data(), 2), attnlab::Error);
+    CHECK_THROWS_AS(k::gemm_nt(-1, 2, 4, buf.data(), 4, buf.data(), 4, buf.data(), 2), attnlab::Error);
+    CHECK_THROWS_AS(k::gemv(2, 4, buf.data(), 3, buf.data(), buf.data()), attnlab::Error);
+    CHECK_THROWS_AS(ref::gemm_nn(2, 2, 4, buf.data(), 3, buf.data(), 2, buf.data(), 2), attnlab::Error);
+}
+
+TEST_CASE("gemv and gemv_t match the reference") {
+    unsigned seed = 500;
+    for (int M : kSizes)
+        for (int N : {1, 3, 8, 17, 64, 100, 515}) {
+            const int ldw = N + (M % 3);
+            const bool accumulate = (M + N) % 2;
+            const auto W = random_vector((size_t)M * ldw, seed++);
+            const auto xn = random_vector(N, seed++), xm = random_vector(M, seed++);
+            auto y = random_vector(M, seed++);
+            auto y_ref = y;
+            k::gemv(M, N, W.data(), ldw, xn.data(), y.data(), accumulate);
+            ref::gemv(M, N, W.data(), ldw, xn.data(), y_ref.data(), accumulate);
+            INFO("M=" << M << " N=" << N);
+            check_close(y, y_ref, 1e-5f * (N + 1), 1e-5f, "gemv");
+            auto yt = random_vector(N, seed++);
+            auto yt_ref = yt;
+            k::gemv_t(M, N, W.data(), ldw, xm.data(), yt.data(), accumulate);
+            ref::gemv_t(M, N, W.data(), ldw, xm.data(), yt_ref.data(), accumulate);
+            check_close(yt, yt_ref, 1e-5f * (M + 1), 1e-5f, "gemv_t");
+        }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Half floats and Q8_0.
+
+TEST_CASE("f16 -> f32 -> f16 is exact for all 65536 halves") {
+    int mismatches = 0;
+    for (uint32_t h = 0; h < 65536; ++h) {
+        const float f = k::f16_to_f32(uint16_t(h));
+        const uint16_t back = k::f32_to_f16(f);
+        const bool is_nan = (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0;
+        if (is_nan ? !std::isnan(f) || back != h : back != h) ++mismatches;
+    }
+    CHECK(mismatches == 0);
+}
+
+TEST_CASE("f16 conversions of known values, rounding to nearest even") {
+    CHECK(k::f16_to_f32(0x3c00) == 1.0f);
+    CHECK(k::f16_to_f32(0xc000) == -2.0f);
+    CHECK(k::f16_to_f32(0x7bff) == 65504.0f);
+    CHECK(k::f16_to_f32(0x0001) == std::ldexp(1.0f, -24));  // smallest subnormal
+    CHECK(k::f16_to_f32(0x03ff) == std::ldexp(1023.0f, -24));
+    CHECK(k::f16_to_f32(0x7c00) == std::numeric_limits<float>::infinity());
+    CHECK(std::isnan(k::f16_to_f32(0x7e00)));
+    CHECK(bits(k::f16_to_f32(0x8000)) == 0x80000000u);  // -0 keeps its sign
+    CHECK(k::f32_to_f16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);      // tie -> even (down)
+    CHECK(k::f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);  // tie -> even (up)
+    CHECK(k::f32_to_f16(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)) == 0x3c01);
+    CHECK(k::f32_to_f16(65519.0f) == 0x7bff);
+    CHECK(k::f32_to_f16(65520.0f) == 0x7c00);  // tie between 65504 and 65536 -> even -> inf
+    CHECK(k::f32_to_f16(1e10f) == 0x7c00);
+    CHECK(k::f32_to_f16(-1e10f) == 0xfc00);
+    CHECK(k::f32_to_f16(std::ldexp(1.0f, -25)) == 0x0000);                                 // tie -> 0
+    CHECK(k::f32_to_f16(std::ldexp(1.0f, -25) + std::ldexp(1.0f, -40)) == 0x0001);         // above tie
+    CHECK(k::f32_to_f16(3 * std::ldexp(1.0f, -25)) == 0x0002);                             // 1.5 -> 2
+    CHECK(k::f32_to_f16(std::ldexp(1023.5f, -24)) == 0x0400);  // rounds up into the smallest normal
+    CHECK(k::f32_to_f16(std::ldexp(1.0f, -14)) == 0x0400);
+    CHECK(k::f32_to_f16(1e-30f) == 0x0000);
+    CHECK(k::f32_to_f16(-1e-30f) == 0x8000);
+    CHECK(k::f32_to_f16(std::numeric_limits<float>::quiet_NaN()) == 0x7e00);
+    uint32_t snan_bits = 0x7f800001u;  // payload only in the low bits: must stay a NaN, not become inf
+    float snan;
+    std::memcpy(&snan, &snan_bits, 4);
+    CHECK((k::f32_to_f16(snan) & 0x7fffu) > 0x7c00u);
+#if defined(__FLT16_MAX__) && !defined(__wasm__)
+    // The compiler's own conversion (hardware on this CPU) as an independent check on random floats.
+    std::mt19937 rng(7);
+    int mismatches = 0;
+    for (int i = 0; i < 200000; ++i) {
+        uint32_t u = rng();
+        float f;
+        std::memcpy(&f, &u, 4);
+        if (std::isnan(f)) continue;
+        const _Float16 h = (_Float16)f;
+        uint16_t hb;
+        std::memcpy(&hb, &h, 2);
+        if (k::f32_to_f16(f) != hb) ++mismatches;
+    }
+    CHECK(mismatches == 0);
+#endif
+}
+
+TEST_CASE("quantize_q8_0 matches a hand-computed block") {
+    std::vector<float> x(64);
+    for (int j = 0; j < 32; ++j) x[j] = float(j - 16);  // amax 16: d = 16/127, 1/d ≈ 7.9375
+    // second block all zeros: d = 0, id = 0, q = 0
+    const auto blocks = quantize(x);
+    CHECK(blocks[0].scale == 0x3008);  // 16/127 = 0.125984 = 2^-3 · (1 + 8.06/1024) -> mantissa 8
+    CHECK(blocks[0].q[0] == -127);     // -16
+    CHECK(blocks[0].q[15] == -8);      // -1 · 7.9375 = -7.9375
+    CHECK(blocks[0].q[16] == 0);
+    CHECK(blocks[0].q[17] == 8);       // 7.9375
+    CHECK(blocks[0].q[18] == 16);      // 15.875
+    CHECK(blocks[0].q[21] == 40);      // 5 · 7.9375 = 39.6875
+    CHECK(blocks[0].q[31] == 119);     // 15 · 7.9375 = 119.0625
+    CHECK(blocks[1].scale == 0);
+    for (int j = 0; j < 32; ++j) CHECK(blocks[1].q[j] == 0);
+    const auto back = dequantize(blocks);
+    CHECK(back[0] == k::f16_to_f32(0x3008) * -127.0f);
+    CHECK(back[40] == 0.0f);
+    CHECK_THROWS_AS(k::quantize_q8_0(x.data(), 33, nullptr), attnlab::Error);
+}
+
+TEST_CASE("gemv_q8 and gemm_nt_q8 match the float kernels on dequantized weights") {
+    unsigned seed = 900;
+    for (int M : {1, 2, 3, 4, 5, 7, 17, 33})
+        for (int K : {32, 64, 96, 160}) {
+            const int N = M * 3 + 1;  // rows of W / B
+            const auto W = quantize(random_vector((size_t)N * K, seed++));
+            const auto Wf = dequantize(W);
+            const auto x = random_vector(K, seed++);
+            INFO("M=" << M << " N=" << N << " K=" << K);
+            auto y = random_vector(N, seed++);
+            auto y_ref = y, y_q8ref = y;
+            const bool accumulate = (M + K / 32) % 2;
+            k::gemv_q8(N, K, W.data(), x.data(), y.data(), accumulate);
+            ref::gemv(N, K, Wf.data(), K, x.data(), y_ref.data(), accumulate);
+            ref::gemv_q8(N, K, W.data(), x.data(), y_q8ref.data(), accumulate);
+            check_close(y, y_ref, 1e-5f * K, 1e-5f, "gemv_q8 vs gemv on dequantized");
+            check_close(y_q8ref, y_ref, 1e-5f * K, 1e-5f, "reference gemv_q8 vs gemv on dequantized");
+
+            const int lda = K + 1, ldc = N + 2;
+            const auto A = random_vector((size_t)M * lda, seed++);
+            auto C = random_vector((size_t)M * ldc, seed++);
+            auto C_ref = C;
+            k::gemm_nt_q8(M, N, K, A.data(), lda, W.data(), C.data(), ldc, accumulate);
+            ref::gemm_nt(M, N, K, A.data(), lda, Wf.data(), K, C_ref.data(), ldc, accumulate);
+            check_close(C, C_ref, 1e-5f * K, 1e-5f, "gemm_nt_q8");
+        }
+    std::vector<k::BlockQ8_0> W(4);
+    std::vector<float> buf(64);
+    CHECK_THROWS_AS(k::gemv_q8(1, 48, W.data(), buf.data(), buf.data()), attnlab::Error);
+    CHECK_THROWS_AS(k::gemm_nt_q8(1, 1, 40, buf.data(), 40, W.data(), buf.data(), 1), attnlab::Error);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Elementwise and row kernels.
+
+TEST_CASE("activations match std:: math") {
+    // -20..20 in fine steps plus large magnitudes.
+    std::vector<float> x;
+    for (int i = -4000; i <= 4000; ++i) x.push_back(i * 0.005f);
+    for (float big : {30.0f, 88.0f, 100.0f, 1e4f, 1e30f}) {
+        x.push_back(big);
+        x.push_back(-big);
+    }
+    for (k::Activation act : kActivations) {
+        auto y = x;
+        k::activate(y.data(), y.size(), act);
+        std::vector<float> expected(x.size());
+        for (size_t i = 0; i < x.size(); ++i) {
+            const double v = x[i];
+            double e = v;
+            switch (act) {
+                case k::Activation::none: e = v; break;
+                case k::Activation::relu: e = v > 0 ? v : 0; break;
+                case k::Activation::relu6: e = std::min(std::max(v, 0.0), 6.0); break;
+                case k::Activation::tanh: e = std::tanh(v); break;
+                case k::Activation::sigmoid: e = 1.0 / (1.0 + std::exp(-v)); break;
+                case k::Activation::gelu: e = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); break;
+            }
+            expected[i] = float(e);
+        }
+        INFO("activation " << int(act));
+        check_close(y, expected, 1e-7f, 2e-6f, "activation vs double-precision std::");
+        auto r = x;
+        ref::activate(r.data(), r.size(), act);
+        check_close(r, expected, 1e-7f, 2e-6f, "reference activation vs double-precision std::");
+    }
+}
+
+TEST_CASE("bias_act matches the reference") {
+    unsigned seed = 1300;
+    for (k::Activation act : kActivations)
+        for (int rows : {1, 3})
+            for (int cols : {1, 5, 16, 33, 100})
+                for (bool with_bias : {false, true}) {
+                    const int ldy = cols + 2;
+                    auto y = random_vector((size_t)rows * ldy, seed++, -4.0f, 4.0f);
+                    const auto bias = random_vector(cols, seed++);
+                    auto y_ref = y;
+                    k::bias_act(rows, cols, y.data(), ldy, with_bias ? bias.data() : nullptr, act);
+                    ref::bias_act(rows, cols, y_ref.data(), ldy, with_bias ? bias.data() : nullptr, act);
+                    INFO("act " << int(act) << " rows " << rows << " cols " << cols << " bias " << with_bias);
+                    check_close(y, y_ref, 1e-6f, 2e-6f, "bias_act");
+                }
+}
+
+TEST_CASE("softmax and log_softmax match the reference, with masks") {
+    unsigned seed = 1700;
+    for (int rows : {1, 2, 5})
+        for (int cols : {1, 2, 7, 16, 33, 100}) {
+            const int ldx = cols + 1;
+            for (int mask_kind = 0; mask_kind < 3; ++mask_kind) {  // none, per row, broadcast
+                std::vector<uint8_t> mask((size_t)rows * cols);
+                std::mt19937 rng(seed);
+                for (auto& m : mask) m = rng() % 3 != 0;
+                if (mask_kind == 1) std::fill(mask.begin(), mask.begin() + cols, 0);  // row 0 fully masked
+                const uint8_t* mask_ptr = mask_kind == 0 ? nullptr : mask.data();
+                const int ldm = mask_kind == 1 ? cols : 0;
+                const auto x = random_vector((size_t)rows * ldx, seed++, -10.0f, 10.0f);
+                INFO("rows " << rows << " cols " << cols << " mask kind " << mask_kind);
+
+                auto s = x, s_ref = x;
+                k::softmax_rows(rows, cols, s.data(), ldx, mask_ptr, ldm);
+                ref::softmax_rows(rows, cols, s_ref.data(), ldx, mask_ptr, ldm);
+                check_close(s, s_ref, 1e-7f, 1e-5f, "softmax");
+                if (mask_kind == 1)
+                    for (int c = 0; c < cols; ++c) CHECK(s[c] == 0.0f);
+
+                auto l = x, l_ref = x;
+                k::log_softmax_rows(rows, cols, l.data(), ldx, mask_ptr, ldm);
+                ref::log_softmax_rows(rows, cols, l_ref.data(), ldx, mask_ptr, ldm);
+                for (size_t i = 0; i < l.size(); ++i) {
+                    if (std::isinf(l_ref[i])) {
+                        CHECK(l[i] == l_ref[i]);
+                        l[i] = l_ref[i] = 0.0f;  // compared; keep check_close to the finite ones
+                    }
+                }
+                check_close(l, l_ref, 1e-6f, 1e-5f, "log_softmax");
+            }
+        }
+}
+
+TEST_CASE("softmax of extreme inputs stays finite and normalized") {
+    const int cols = 37;
+    std::vector<float> x(2 * cols);
+    for (int c = 0; c < cols; ++c) {
+        x[c] = (c % 2 ? 1e30f : -1e30f) * (1.0f + c * 1e-3f);
+        x[cols + c] = 1e4f + c;  // exp(1e4) alone would overflow
+    }
+    auto s = x;
+    k::softmax_rows(2, cols, s.data(), cols);
+    for (int r = 0; r < 2; ++r) {
+        double total = 0;
+        for (int c = 0; c < cols; ++c) {
+            CHECK(std::isfinite(s[r * cols + c]));
+            total += s[r * cols + c];
+        }
+        CHECK(total == doctest::Approx(1.0).epsilon(1e-5));
+    }
+    CHECK(s[35] == doctest::Approx(1.0));  // the largest of row 0 (1.035e30) takes everything
+    CHECK(s[2 * cols - 1] == doctest::Approx(1.0 / (1.0 + std::exp(-1.0) + std::exp(-2.0) + std::exp(-3.0) +
+                                                     std::exp(-4.0) + std::exp(-5.0) + std::exp(-6.0)))
+                                 .epsilon(1e-3));
+    auto l = x;
+    k::log_softmax_rows(2, cols, l.data(), cols);
+    for (float v : l) CHECK(!std::isnan(v));
+    CHECK(l[2 * cols - 1] == doctest::Approx(std::log(s[2 * cols - 1])).epsilon(1e-4));
+}
+
+TEST_CASE("layer_norm_rows matches the reference, in place and out of place") {
+    unsigned seed = 2100;
+    for (int rows : {1, 3})
+        for (int cols : {1, 2, 7, 16, 33, 512}) {
+            const auto x = random_vector((size_t)rows * cols, seed++, -3.0f, 5.0f);  // nonzero mean
+            const auto gamma = random_vector(cols, seed++), beta = random_vector(cols, seed++);
+            for (int affine = 0; affine < 2; ++affine) {
+                const float* g = affine ? gamma.data() : nullptr;
+                const float* b = affine ? beta.data() : nullptr;
+                std::vector<float> y(x.size()), y_ref(x.size());
+                k::layer_norm_rows(rows, cols, x.data(), y.data(), g, b, 1e-5f);
+                ref::layer_norm_rows(rows, cols, x.data(), y_ref.data(), g, b, 1e-5f);
+                INFO("rows " << rows << " cols " << cols << " affine " << affine);
+                check_close(y, y_ref, 1e-5f, 1e-5f, "layer_norm");
+                auto inplace = x;
+                k::layer_norm_rows(rows, cols, inplace.data(), inplace.data(), g, b, 1e-5f);
+                check_close(inplace, y_ref, 1e-5f, 1e-5f, "layer_norm in place");
+            }
+        }
+}
+
+TEST_CASE("embedding copies rows and rejects bad ids") {
+    const auto table = random_vector(5 * 19, 3);
+    const int32_t ids[4] = {4, 0, 4, 2};
+    std::vector<float> out(4 * 19), out_ref(4 * 19);
+    k::embedding(table.data(), 5, 19, ids, 4, out.data());
+    ref::embedding(table.data(), 5, 19, ids, 4, out_ref.data());
+    check_close(out, out_ref, kExact, 0, "embedding");
+    check_close(out.data() + 19, table.data(), 19, kExact, 0, "embedding row 0");
+    const int32_t negative[2] = {0, -1}, too_big[1] = {5};
+    CHECK_THROWS_AS(k::embedding(table.data(), 5, 19, negative, 2, out.data()), attnlab::Error);
+    CHECK_THROWS_AS(k::embedding(table.data(), 5, 19, too_big, 1, out.data()), attnlab::Error);
+    CHECK_THROWS_AS(ref::embedding(table.data(), 5, 19, too_big, 1, out.data()), attnlab::Error);
+}
+
+TEST_CASE("dot and axpy match the reference") {
+    for (int n : {0, 1, 3, 8, 15, 16, 31, 33, 100, 1000}) {
+        const auto a = random_vector(n, n + 1), b = random_vector(n, n + 2);
+        CHECK(k::dot(a.data(), b.data(), n) == doctest::Approx(ref::dot(a.data(), b.data(), n)).epsilon(1e-5));
+        auto y = random_vector(n, n + 3);
+        auto y_ref = y;
+        k::axpy(n, -0.75f, a.data(), y.data());
+        ref::axpy(n, -0.75f, a.data(), y_ref.data());
+        check_close(y, y_ref, 1e-6f, 1e-6f, "axpy");
+    }
+}
+
+TEST_CASE("argmax and top_k: ties, NaN, agreement with the reference") {
+    for (int n : {1, 2, 5, 16, 17, 100, 1001}) {
+        auto x = random_vector(n, n * 7);
+        for (auto& v : x) v = std::round(v * 4.0f);  // few distinct values: many ties
+        INFO("n " << n);
+        CHECK(k::argmax(x.data(), n) == ref::argmax(x.data(), n));
+        const int kk = std::min(n, 7);
+        std::vector<int> idx(kk), idx_ref(kk);
+        std::vector<float> val(kk), val_ref(kk);
+        k::top_k(x.data(), n, kk, idx.data(), val.data());
+        ref::top_k(x.data(), n, kk, idx_ref.data(), val_ref.data());
+        CHECK(idx == idx_ref);
+        CHECK(val == val_ref);
+        for (int i = 1; i < kk; ++i) CHECK((val[i - 1] > val[i] || (val[i - 1] == val[i] && idx[i - 1] < idx[i])));
+    }
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> with_nan(40, 0.0f);
+    with_nan[3] = 9.0f;
+    with_nan[20] = nan;
+    with_nan[33] = 2.0f;
+    CHECK(k::argmax(with_nan.data(), 40) == ref::argmax(with_nan.data(), 40));
+    CHECK(k::argmax(with_nan.data(), 40) == 3);
+    with_nan[0] = nan;
+    CHECK(k::argmax(with_nan.data(), 40) == ref::argmax(with_nan.data(), 40));
+    int idx[2];
+    float val[2];
+    k::top_k(with_nan.data(), 40, 2, idx, val);
+    CHECK(idx[0] == 3);
+    CHECK(idx[1] == 33);
+    CHECK_THROWS_AS(k::top_k(with_nan.data(), 40, 41, idx, val), attnlab::Error);
+    CHECK_THROWS_AS(k::argmax(with_nan.data(), 0), attnlab::Error);
+}
+
+TEST_CASE("simd_name names an instruction set") {
+    const std::string name = k::simd_name();
+    CHECK(!name.empty());
+#if defined(__wasm_simd128__)
+    CHECK(name.find("wasm") != std::string::npos);
+#endif
+}
