@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""Export a trained Bahdanau RNN checkpoint (models/train_rnn.py) to GGUF for the C++ engine.
+
+    /usr/bin/python3 models/export_rnn.py --checkpoint /work/ckpt/bahdanau-en-de/best.pt \
+        --dtype q8_0 --out models/weights/bahdanau-en-de.q8_0.gguf
+
+Tensors keep their PyTorch state_dict names and shapes (see models/seq2seq_rnn.py for the equations).
+Matrices are stored as --dtype (f16 or q8_0; q8_0 needs the innermost dimension % 32 == 0, anything
+else falls back to f16); 1-D tensors (biases, the cosine gain) are always f32. The output projection
+is tied to `tgt_embed.weight` and is not stored twice.
+
+Metadata keys:
+    general.architecture                 "attnlab.bahdanau"
+    general.name                         e.g. "bahdanau-en-de-additive"
+    attnlab.task                         "translate"
+    attnlab.source_language / target_language   "en", "de", "zh"
+    attnlab.bahdanau.source_vocab_size / target_vocab_size
+    attnlab.bahdanau.embedding_size      emb
+    attnlab.bahdanau.encoder_hidden_size per direction (memory is twice that)
+    attnlab.bahdanau.decoder_hidden_size
+    attnlab.bahdanau.attention_size      additive attention's A (written for every score)
+    attnlab.bahdanau.score               "additive" | "dot" | "general" | "cosine"
+    attnlab.bahdanau.deep_output_activation  "tanh"
+    attnlab.bahdanau.tied_output         true (logits = tgt_embed.weight . t + out_bias)
+    attnlab.bahdanau.source_add_eos      true (the source ids end with EOS)
+    attnlab.training_seconds / attnlab.val_bleu   for the model card
+    tokenizer.source.* / tokenizer.target.*       models/tokenizer_gguf.py
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from gguf_writer import GGUFWriter  # noqa: E402
+from seq2seq_rnn import Config  # noqa: E402
+from tokenizer_gguf import add_tokenizer  # noqa: E402
+
+ARCH = "attnlab.bahdanau"
+
+
+def tensor_dtype(array, dtype):
+    """Storage type of one tensor under the --dtype policy."""
+    if array.ndim < 2:
+        return "f32"
+    if dtype == "q8_0" and array.shape[-1] % 32 != 0:
+        return "f16"
+    return dtype
+
+
+def export(checkpoint, dtype, out, root=ROOT):
+    if dtype not in ("f32", "f16", "q8_0"):
+        raise ValueError(f"--dtype must be f32, f16 or q8_0, got {dtype!r}")
+    ck = torch.load(checkpoint, map_location="cpu")
+    cfg = Config(**ck["config"])
+    meta = ck["meta"]
+    state = ck.get("state", {})
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    w = GGUFWriter(out, architecture=ARCH)
+    w.add_string("general.name", f"bahdanau-{meta['pair']}-{cfg.score}")
+    w.add_string("attnlab.task", "translate")
+    w.add_string("attnlab.source_language", meta["src_lang"])
+    w.add_string("attnlab.target_language", meta["tgt_lang"])
+    p = ARCH + "."
+    w.add_uint32(p + "source_vocab_size", cfg.src_vocab)
+    w.add_uint32(p + "target_vocab_size", cfg.tgt_vocab)
+    w.add_uint32(p + "embedding_size", cfg.emb)
+    w.add_uint32(p + "encoder_hidden_size", cfg.enc_hidden)
+    w.add_uint32(p + "decoder_hidden_size", cfg.dec_hidden)
+    w.add_uint32(p + "attention_size", cfg.attn_dim)
+    w.add_string(p + "score", cfg.score)
+    w.add_string(p + "deep_output_activation", "tanh")
+    w.add_bool(p + "tied_output", True)
+    w.add_bool(p + "source_add_eos", bool(meta.get("source_add_eos", True)))
+    if "train_seconds" in state:
+        w.add_float32("attnlab.training_seconds", float(state["train_seconds"]))
+    if "best_bleu" in state:
+        w.add_float32("attnlab.val_bleu", float(state["best_bleu"]))
+    counts = {}
+    for name, tensor in ck["model"].items():
+        array = tensor.float().numpy()
+        t = tensor_dtype(array, dtype)
+        counts[t] = counts.get(t, 0) + 1
+        w.add_tensor(name, array, dtype=t)
+    add_tokenizer(w, os.path.join(root, meta["src_spm"]), "source")
+    add_tokenizer(w, os.path.join(root, meta["tgt_spm"]), "target")
+    w.write()
+    return counts
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--dtype", default="f16", choices=["f32", "f16", "q8_0"])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--root", default=ROOT, help="repository root the tokenizer paths are relative to")
+    args = ap.parse_args(argv)
+    counts = export(args.checkpoint, args.dtype, args.out, args.root)
+    size = os.path.getsize(args.out)
+    print(f"wrote {args.out}: {size / 1e6:.2f} MB, tensors by type {counts}")
+
+
+if __name__ == "__main__":
+    main()
