@@ -20,7 +20,8 @@ run_suite() {
 }
 
 make_golden() {
-  /usr/bin/python3 models/prepare_data.py && /usr/bin/python3 models/golden_tokenizer.py
+  /usr/bin/python3 models/prepare_data.py && /usr/bin/python3 models/golden_tokenizer.py &&
+    /usr/bin/python3 models/golden_mobilenet.py
 }
 run_suite "golden files from ../shared/data" make_golden
 run_suite "python" /usr/bin/python3 -m unittest discover -s tests/python -t . -q
@@ -28,7 +29,8 @@ run_suite "native" build/native/attnlab_tests --no-version
 run_suite "native ASan+UBSan" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   build/asan/attnlab_tests --no-version
 run_suite "wasm (Node)" node build/wasm/attnlab_tests.js --no-version
-run_suite "js" node --test tests/js/
+run_suite "js" node --test tests/js/*.test.mjs
+run_suite "browser e2e" node --test tests/e2e/*.test.mjs
 
 echo
 [ $failed -eq 0 ] || echo "failed suites: ${failures[*]}"
