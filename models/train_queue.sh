@@ -12,8 +12,11 @@ ckpt=${ATTNLAB_CKPT:-/work/ckpt}
 mkdir -p "$ckpt"
 python=/usr/bin/python3
 
+features=$ckpt/features
 jobs=(
   "bahdanau-en-de|models/train_rnn.py --pair en-de"
+  "features|models/extract_features.py --out $features"
+  "captioner|models/train_caption.py --features $features --max-hours 12"
   "bahdanau-de-en|models/train_rnn.py --pair de-en"
   "bahdanau-en-zh|models/train_rnn.py --pair en-zh"
   "luong-dot-en-de|models/train_rnn.py --pair en-de --score dot"
@@ -27,6 +30,9 @@ for job in "${jobs[@]}"; do
   # Another copy of the same training (started by hand) must finish first: two writers would fight over last.pt.
   while pgrep -f -- "--out $ckpt/$name( |\$)" >/dev/null; do sleep 60; done
   echo "$(date '+%F %T') queue: $name: $command"
-  nice -n 19 $python $command --out "$ckpt/$name" >> "$ckpt/$name.out" 2>&1
+  case "$name" in
+    features) nice -n 19 $python $command >> "$ckpt/$name.out" 2>&1 ;;
+    *) nice -n 19 $python $command --out "$ckpt/$name" >> "$ckpt/$name.out" 2>&1 ;;
+  esac
   echo "$(date '+%F %T') queue: $name exited with $?"
 done
