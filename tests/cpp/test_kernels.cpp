@@ -166,12 +166,16 @@ TEST_CASE("reference argmax, top_k and embedding by hand") {
 // ------------------------------------------------------------------------------------------------
 // SIMD kernels against the reference.
 
-TEST_CASE("gemm_nn matches the reference on all shapes") { check_gemm_all_shapes(k::gemm_nn, ref::gemm_nn, false); }
+TEST_CASE("gemm_nn matches the reference on all shapes") {
+    SUBCASE("dispatching gemm_nn") { check_gemm_all_shapes(k::gemm_nn, ref::gemm_nn, false); }
+    SUBCASE("unpacked tiles") { check_gemm_all_shapes(k::variants::gemm_nn_tiles, ref::gemm_nn, false); }
+    SUBCASE("packed A and B") { check_gemm_all_shapes(k::variants::gemm_nn_packed, ref::gemm_nn, false); }
+}
 
 TEST_CASE("gemm_nt matches the reference on all shapes") {
     SUBCASE("dispatching gemm_nt") { check_gemm_all_shapes(k::gemm_nt, ref::gemm_nt, true); }
     SUBCASE("dot-form xsimd tiles") { check_gemm_all_shapes(k::variants::gemm_nt_xsimd, ref::gemm_nt, true); }
-    SUBCASE("packed Bᵀ + nn tiles") { check_gemm_all_shapes(k::variants::gemm_nt_packed, ref::gemm_nt, true); }
+    SUBCASE("packed A and Bᵀ") { check_gemm_all_shapes(k::variants::gemm_nt_packed, ref::gemm_nt, true); }
 #if defined(__wasm_simd128__)
     SUBCASE("hand-written SIMD128 tiles") { check_gemm_all_shapes(k::variants::gemm_nt_wasm128, ref::gemm_nt, true); }
 #endif
@@ -180,6 +184,12 @@ TEST_CASE("gemm_nt matches the reference on all shapes") {
 TEST_CASE("gemm kernels on a larger problem and with zero sizes") {
     check_gemm_against_reference(k::gemm_nn, ref::gemm_nn, false, 130, 257, 96, false, 99);
     check_gemm_against_reference(k::gemm_nt, ref::gemm_nt, true, 130, 257, 96, true, 98);
+    // Past every cache block of the packed GEMM (K > 256, M > 96 rows, N > 512 columns), with edges in all
+    // three: several K blocks must accumulate into C, with or without the caller's accumulate.
+    for (bool accumulate : {false, true}) {
+        check_gemm_against_reference(k::variants::gemm_nn_packed, ref::gemm_nn, false, 101, 530, 300, accumulate, 97);
+        check_gemm_against_reference(k::variants::gemm_nt_packed, ref::gemm_nt, true, 101, 530, 300, accumulate, 96);
+    }
     float C[4] = {1, 2, 3, 4};
     const float A[1] = {0}, B[1] = {0};
     k::gemm_nn(2, 2, 0, A, 0, B, 2, C, 2, true);  // K = 0 accumulates nothing
@@ -331,6 +341,87 @@ TEST_CASE("gemv_q8 and gemm_nt_q8 match the float kernels on dequantized weights
     std::vector<float> buf(64);
     CHECK_THROWS_AS(k::gemv_q8(1, 48, W.data(), buf.data(), buf.data()), attnlab::Error);
     CHECK_THROWS_AS(k::gemm_nt_q8(1, 1, 40, buf.data(), 40, W.data(), buf.data(), 1), attnlab::Error);
+}
+
+// x as the int8 Q8_0 kernels see it: quantized per 32-block like the weights (ggml's q8_0 activations).
+std::vector<float> quantized_activations(const std::vector<float>& x, int rows, int cols, int ld) {
+    std::vector<float> out(x.size(), 0.0f);
+    for (int r = 0; r < rows; ++r) {
+        const std::vector<float> row(x.begin() + (size_t)r * ld, x.begin() + (size_t)r * ld + cols);
+        const std::vector<float> back = dequantize(quantize(row));
+        std::copy(back.begin(), back.end(), out.begin() + (size_t)r * ld);
+    }
+    return out;
+}
+
+TEST_CASE("gemv_q8_int8 and gemm_nt_q8_int8 match the float kernels on dequantized weights and activations") {
+    unsigned seed = 900;
+    for (int M : {1, 2, 3, 4, 5, 7, 17, 33})
+        for (int K : {32, 64, 96, 160}) {
+            const int N = M * 3 + 1;  // rows of W / B
+            const auto W = quantize(random_vector((size_t)N * K, seed++));
+            const auto Wf = dequantize(W);
+            const auto x = random_vector(K, seed++);
+            const auto xf = quantized_activations(x, 1, K, K);
+            INFO("M=" << M << " N=" << N << " K=" << K);
+            auto y = random_vector(N, seed++);
+            auto y_ref = y, y_q8ref = y, y_exact = y;
+            const bool accumulate = (M + K / 32) % 2;
+            k::variants::gemv_q8_int8(N, K, W.data(), x.data(), y.data(), accumulate);
+            ref::gemv(N, K, Wf.data(), K, xf.data(), y_ref.data(), accumulate);
+            check_close(y, y_ref, 1e-5f * K, 1e-5f, "gemv_q8 vs gemv on dequantized W and x");
+            // The price of quantizing x: |W̃·(x - x̃)| <= Σ|w̃|·max|x_block|/254, and it must show (x̃ != x).
+            ref::gemv(N, K, Wf.data(), K, x.data(), y_exact.data(), accumulate);
+            float worst = 0;
+            for (int i = 0; i < N; ++i) {
+                float bound = 1e-5f;
+                for (int j = 0; j < K; ++j) {
+                    float block_max = 0;
+                    for (int jj = j / 32 * 32; jj < j / 32 * 32 + 32; ++jj) block_max = std::max(block_max, std::fabs(x[jj]));
+                    bound += std::fabs(Wf[(size_t)i * K + j]) * block_max / 254.0f * 1.01f;
+                }
+                CHECK(std::fabs(y[i] - y_exact[i]) <= bound);
+                worst = std::max(worst, std::fabs(y[i] - y_exact[i]));
+            }
+            CHECK(worst > 0.0f);
+
+            const int lda = K + 1, ldc = N + 2;
+            const auto A = random_vector((size_t)M * lda, seed++);
+            const auto Af = quantized_activations(A, M, K, lda);
+            auto C = random_vector((size_t)M * ldc, seed++);
+            auto C_ref = C, C_q8ref = C;
+            k::variants::gemm_nt_q8_int8(M, N, K, A.data(), lda, W.data(), C.data(), ldc, accumulate);
+            ref::gemm_nt(M, N, K, Af.data(), lda, Wf.data(), K, C_ref.data(), ldc, accumulate);
+            check_close(C, C_ref, 1e-5f * K, 1e-5f, "gemm_nt_q8");
+            // Row i of gemm_nt_q8 is gemv_q8 on row i, whatever M is.
+            std::vector<float> row(N);
+            k::variants::gemv_q8_int8(N, K, W.data(), A.data() + (size_t)(M - 1) * lda, row.data());
+            if (!accumulate)
+                check_close(row.data(), C.data() + (size_t)(M - 1) * ldc, N, kExact, 0, "gemm_nt_q8 row == gemv_q8");
+        }
+    // Block scales that are negative, subnormal halves, zero or +inf go through the same f16 rules as
+    // the reference (the SIMD kernel converts finite scales without branches).
+    {
+        const uint16_t scales[] = {0xbc00 /* -1 */, 0x0001 /* 2^-24 */, 0x83ff /* -subnormal */, 0x0000,
+                                   0x7bff /* 65504 */, 0x3555};
+        std::vector<k::BlockQ8_0> Wq(6);
+        for (int b = 0; b < 6; ++b) {
+            Wq[b].scale = scales[b];
+            for (int j = 0; j < 32; ++j) Wq[b].q[j] = int8_t((j * 37 + b * 11) % 255 - 127);
+        }
+        const auto x = random_vector(32, 5);
+        std::vector<float> y(6), y_ref(6);
+        k::variants::gemv_q8_int8(6, 32, Wq.data(), x.data(), y.data());
+        ref::gemv_q8(6, 32, Wq.data(), quantized_activations(x, 1, 32, 32).data(), y_ref.data());
+        check_close(y, y_ref, 1e-12f, 1e-5f, "special scales");
+        Wq[0].scale = 0x7c00;  // +inf
+        k::variants::gemv_q8_int8(1, 32, Wq.data(), x.data(), y.data());
+        CHECK_FALSE(std::isfinite(y[0]));  // inf, or NaN where a SIMD lane held 0 · inf: never a number
+    }
+    std::vector<k::BlockQ8_0> W(4);
+    std::vector<float> buf(64);
+    CHECK_THROWS_AS(k::variants::gemv_q8_int8(1, 48, W.data(), buf.data(), buf.data()), attnlab::Error);
+    CHECK_THROWS_AS(k::variants::gemm_nt_q8_int8(1, 1, 40, buf.data(), 40, W.data(), buf.data(), 1), attnlab::Error);
 }
 
 // ------------------------------------------------------------------------------------------------

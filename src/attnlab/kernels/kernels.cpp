@@ -1,19 +1,24 @@
-// SIMD kernels (xsimd through simd.hpp; one hand-written SIMD128 GEMM micro-kernel for wasm).
+// SIMD kernels (xsimd through simd.hpp; one hand-written SIMD128 GEMM micro-kernel for wasm, kept for
+// comparison). The cache-blocked packed GEMM is in gemm_packed.cpp, the opt-in int8 Q8_0 path in
+// q8_kernels.cpp.
 //
-// Measured with bench_kernels (Release, GFLOP/s, this 2-core machine shared with other builds, so ±30%):
-//                      native avx512   wasm simd128   wasm scalar
-//   gemm_nn 256³             76            23              1.9
-//   gemm_nt 256³ (chosen)    51            21              3.0
-//     dot-form xsimd         55            20   (3 runs: 15-20)
-//     dot-form SIMD128       --            19   (3 runs: 16-20)   <- hand-written wasm_f32x4_* tiles
-//     packed Bᵀ + nn tiles   53            20   (3 runs: 14-21)
-//   gemv 512x2048            15            15              2.9
-//   gemv_t 2048x512          15            14              0.5
-//   gemv_q8 512x2048         31             7              3.3
-//   gemm_nt_q8 256³          84            20              3.2
-// The hand-written SIMD128 micro-kernel is no faster than the same tiles through xsimd (emcc lowers
-// xsimd's SSE2 code to the same f32x4 instructions), so gemm_nt keeps the single-source xsimd tiles;
-// variants::gemm_nt_wasm128 stays for the benchmark and the tests.
+// Measured with scripts/bench_kernels.mjs (Release -O3, GFLOP/s, best of 3 runs; each run takes the best of
+// many ~2 ms trials, since this 2-core machine ran at load 20; wasm under Node 20 with --no-liftoff):
+//                          native avx512   native sse2   wasm simd128   wasm scalar   wasm/avx512  wasm/sse2
+//   gemm_nn 256³ (packed)       147            27             33            0.6          0.22        1.23
+//     unpacked 4×2 tiles         83            27             29
+//   gemm_nt 256³ (packed)       132            26             32            1.1          0.24        1.22
+//     dot-form xsimd             67            30             20
+//   gemv 512x2048                15            15             15            3.0          1.00        1.00
+//   gemv_t 512x2048              16            15             14            0.9          0.90        0.95
+//   gemv_q8 512x2048 (float x)   32             3.4            7.3          3.3          0.23        2.17
+//     int8, x quantized          29            20             14                         0.47        0.68
+//   gemm_nt_q8 256³ (float x)   103            25             29            1.5          0.28        1.15
+//     int8, x quantized          22            17             10
+// Before this round wasm gemm_nn was 23 and gemm_nt 21; earlier wasm numbers for the first benchmark case
+// were also depressed by V8's baseline (Liftoff) code. gemv/gemv_t are memory-bound (4 MiB of weights):
+// every build reads at the same ~60 GB/s. Against AVX-512 (16 lanes + FMA) wasm's 4 lanes cannot reach
+// 0.7× on compute-bound kernels; against the same-width SSE2 build it is at or above 1×.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -180,14 +185,6 @@ struct Wasm128NtTile {
 };
 #endif
 
-// Bᵀ of rows [j, j+cols) of B[N,K] into panel[K, cols] (row stride cols), so the nn micro-kernel can run.
-void transpose_panel(int K, int cols, const float* B, int ldb, float* panel) {
-    for (int c = 0; c < cols; ++c) {
-        const float* b = B + (size_t)c * ldb;
-        for (int k = 0; k < K; ++k) panel[(size_t)k * cols + c] = b[k];
-    }
-}
-
 // ---------------------------------------------------------------------------------------------------
 // Elementwise helpers: f over whole vectors, the tail through a padded vector so every element sees
 // the same SIMD math (results do not depend on where an element sits in the row).
@@ -262,8 +259,10 @@ void apply_mask(float* row, int cols, const uint8_t* mask) {
 
 // ---------------------------------------------------------------------------------------------------
 
-void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-             bool accumulate) {
+namespace variants {
+
+void gemm_nn_tiles(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                   bool accumulate) {
     detail::check_gemm("gemm_nn", M, N, K, lda, K, ldb, N, ldc);
     if (M == 0 || N == 0) return;
     constexpr int panel_cols = kNnVecs * kWidth;
@@ -282,25 +281,10 @@ void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int l
     }
 }
 
-namespace variants {
-
 void gemm_nt_xsimd(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
                    bool accumulate) {
     detail::check_gemm("gemm_nt", M, N, K, lda, K, ldb, K, ldc);
     gemm_nt_blocked<XsimdNtTile>(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-}
-
-void gemm_nt_packed(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                    bool accumulate) {
-    detail::check_gemm("gemm_nt", M, N, K, lda, K, ldb, K, ldc);
-    // Panels of Bᵀ small enough to stay in cache while all rows of A stream past them.
-    constexpr int panel_rows = 64 * kNnVecs * kWidth / 8;
-    std::vector<float> panel((size_t)K * std::min(N, panel_rows));
-    for (int j = 0; j < N; j += panel_rows) {
-        const int cols = std::min(panel_rows, N - j);
-        transpose_panel(K, cols, B + (size_t)j * ldb, ldb, panel.data());
-        gemm_nn(M, cols, K, A, lda, panel.data(), cols, C + j, ldc, accumulate);
-    }
 }
 
 #if defined(__wasm_simd128__)
@@ -313,10 +297,20 @@ void gemm_nt_wasm128(int M, int N, int K, const float* A, int lda, const float* 
 
 }  // namespace variants
 
+// Packing B costs N·K copies (and A M·K); it pays off once there are enough rows of A to reuse B.
+static bool worth_packing(int M, int N, int K) { return M >= 8 && N >= 8 && K >= 8; }
+
+void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+             bool accumulate) {
+    if (worth_packing(M, N, K))
+        variants::gemm_nn_packed(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    else
+        variants::gemm_nn_tiles(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+
 void gemm_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
              bool accumulate) {
-    // Packing Bᵀ costs N·K copies; it pays off once there are enough rows of A to reuse it.
-    if (M >= 16 && N >= 16 && K >= 16)
+    if (worth_packing(M, N, K))
         variants::gemm_nt_packed(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
     else
         variants::gemm_nt_xsimd(M, N, K, A, lda, B, ldb, C, ldc, accumulate);

@@ -14,6 +14,8 @@
 #include <wasm_simd128.h>
 #elif defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
+#elif defined(__SSE2__)
+#include <emmintrin.h>
 #endif
 
 namespace attnlab::simd {
@@ -89,6 +91,50 @@ inline void load_q8_block(const int8_t* q, Vec* out) {
     }
 #else
     for (int v = 0; v < kQ8Vecs; ++v) out[v] = load_i8(q + v * kWidth);
+#endif
+}
+
+// Σ_j w[j]·x[j] over one Q8_0 block (32 int8 weights, 32 activations already quantized and widened to
+// int16), as float lanes whose sum is the exact integer dot product (|sum| <= 32·127·127 fits a float).
+// ggml's int8 path: multiply-add pairs of int16 into int32 lanes (pmaddwd / i32x4.dot_i16x8_s), one
+// conversion to float per block instead of one per weight.
+inline Vec q8_block_dot(const int8_t* w, const int16_t* x) {
+#if defined(__wasm_simd128__)
+    const v128_t w0 = wasm_v128_load(w), w1 = wasm_v128_load(w + 16);
+    v128_t sum = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(w0), wasm_v128_load(x));
+    sum = wasm_i32x4_add(sum, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(w0), wasm_v128_load(x + 8)));
+    sum = wasm_i32x4_add(sum, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(w1), wasm_v128_load(x + 16)));
+    sum = wasm_i32x4_add(sum, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(w1), wasm_v128_load(x + 24)));
+    return Vec(__m128(wasm_f32x4_convert_i32x4(sum)));
+#elif XSIMD_WITH_AVX512F && defined(__AVX512BW__)
+    static_assert(kWidth == 16, "xsimd picked an AVX-512 arch");
+    const __m512i w16 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+    const __m512i sum = _mm512_madd_epi16(w16, _mm512_loadu_si512(x));
+    return Vec(_mm512_cvtepi32_ps(sum));
+#elif XSIMD_WITH_AVX2 && !XSIMD_WITH_AVX512F
+    static_assert(kWidth == 8, "xsimd picked an AVX2 arch");
+    const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+    const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16)));
+    const __m256i sum =
+        _mm256_add_epi32(_mm256_madd_epi16(w0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))),
+                         _mm256_madd_epi16(w1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 16))));
+    return Vec(_mm256_cvtepi32_ps(sum));
+#elif defined(__SSE2__) && !XSIMD_WITH_AVX
+    static_assert(kWidth == 4, "xsimd picked an SSE arch");
+    __m128i sum = _mm_setzero_si128();
+    for (int half = 0; half < 2; ++half) {
+        const __m128i w8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16 * half));
+        // int8 -> int16 by duplicating each byte into both halves of a lane and shifting arithmetically.
+        const __m128i lo = _mm_srai_epi16(_mm_unpacklo_epi8(w8, w8), 8), hi = _mm_srai_epi16(_mm_unpackhi_epi8(w8, w8), 8);
+        const __m128i* xv = reinterpret_cast<const __m128i*>(x + 16 * half);
+        sum = _mm_add_epi32(sum, _mm_madd_epi16(lo, _mm_loadu_si128(xv)));
+        sum = _mm_add_epi32(sum, _mm_madd_epi16(hi, _mm_loadu_si128(xv + 1)));
+    }
+    return Vec(_mm_cvtepi32_ps(sum));
+#else
+    alignas(64) float lanes[kWidth] = {};
+    for (int j = 0; j < 32; ++j) lanes[j % kWidth] += float(int32_t(w[j]) * int32_t(x[j]));
+    return Vec::load_aligned(lanes);
 #endif
 }
 
