@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the training jobs one after another on this 2-core machine, each resuming from its last checkpoint, so the
+# Runs every training job (translators, Transformers, feature extraction, captioner) one after another on this 2-core machine, each resuming from its last checkpoint, so the
 # same command continues the whole queue after an interruption (a session's processes end when it stops).
 # Finished jobs exit at once (their scripts detect early stopping / epoch limits in the checkpoint).
 #
@@ -16,9 +16,11 @@ features=$ckpt/features
 jobs=(
   "bahdanau-en-de|models/train_rnn.py --pair en-de"
   "features|models/extract_features.py --out $features"
-  "captioner|models/train_caption.py --features $features --max-hours 12"
   "bahdanau-de-en|models/train_rnn.py --pair de-en"
+  "transformer-de-en|models/train_transformer.py --pair de-en"
+  "captioner|models/train_caption.py --features $features --max-hours 12"
   "bahdanau-en-zh|models/train_rnn.py --pair en-zh"
+  "transformer-en-de|models/train_transformer.py --pair en-de"
   "luong-dot-en-de|models/train_rnn.py --pair en-de --score dot"
   "luong-general-en-de|models/train_rnn.py --pair en-de --score general"
   "cosine-en-de|models/train_rnn.py --pair en-de --score cosine"

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""Export a trained Transformer checkpoint (models/train_transformer.py) to GGUF for the C++ engine.
+
+    /usr/bin/python3 models/export_transformer.py --checkpoint /work/ckpt/transformer-en-de/best.pt \
+        --dtype q8_0 --out models/weights/transformer-en-de.q8_0.gguf
+
+Tensors keep their PyTorch state_dict names and shapes (models/transformer.py has the equations):
+    src_embed.weight [V_src, d], tgt_embed.weight [V_tgt, d] (also the output projection, stored once)
+    encoder.layers.<l>.{norm1,norm2}.{weight,bias}, .self_attn.{in_proj_weight [3d, d], in_proj_bias,
+        out_proj.weight, out_proj.bias}, .ffn.ff1.{weight [ff, d], bias}, .ffn.ff2.{weight [d, ff], bias}
+    encoder.norm.{weight,bias}
+    decoder.layers.<l>.{norm1,norm2,norm3}.*, .self_attn.*, .cross_attn.*, .ffn.*; decoder.norm.*
+Matrices are stored as --dtype (f32, f16 or q8_0; q8_0 needs the innermost dimension % 32 == 0, anything
+else falls back to f16); 1-D tensors (biases, norms) are always f32. The sinusoidal table is not stored.
+
+Metadata keys (docs/gguf.md, "Transformer"):
+    general.architecture "attnlab.transformer", general.name, attnlab.task "translate",
+    attnlab.source_language / target_language,
+    attnlab.transformer.{source_vocab_size, target_vocab_size, d_model, heads, encoder_layers,
+        decoder_layers, feed_forward_size, max_positions} (uint32), .norm ("pre"), .activation ("relu"),
+        .layer_norm_epsilon (float32), .positions ("sinusoidal"), .embedding_scale ("sqrt_d_model"),
+        .tied_output (true), .source_add_eos (true)
+    attnlab.training_seconds / attnlab.val_bleu (when known), tokenizer.source.* / tokenizer.target.*
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from gguf_writer import GGUFWriter  # noqa: E402
+from tokenizer_gguf import add_tokenizer  # noqa: E402
+from transformer import Config  # noqa: E402
+
+ARCH = "attnlab.transformer"
+
+
+def tensor_dtype(array, dtype):
+    if array.ndim < 2:
+        return "f32"
+    if dtype == "q8_0" and array.shape[-1] % 32 != 0:
+        return "f16"
+    return dtype
+
+
+def build_writer(out, cfg: Config, state_dict, meta, dtype, src_spm, tgt_spm, name=None, state=None):
+    """A GGUFWriter holding the model (not yet written: callers may add tensors), and tensor counts by type."""
+    if dtype not in ("f32", "f16", "q8_0"):
+        raise ValueError(f"dtype must be f32, f16 or q8_0, got {dtype!r}")
+    w = GGUFWriter(out, architecture=ARCH)
+    w.add_string("general.name", name or f"transformer-{meta['pair']}")
+    w.add_string("attnlab.task", "translate")
+    w.add_string("attnlab.source_language", meta["src_lang"])
+    w.add_string("attnlab.target_language", meta["tgt_lang"])
+    p = ARCH + "."
+    for key, value in (("source_vocab_size", cfg.src_vocab), ("target_vocab_size", cfg.tgt_vocab),
+                       ("d_model", cfg.d_model), ("heads", cfg.heads), ("encoder_layers", cfg.enc_layers),
+                       ("decoder_layers", cfg.dec_layers), ("feed_forward_size", cfg.ff),
+                       ("max_positions", cfg.max_positions)):
+        w.add_uint32(p + key, value)
+    w.add_string(p + "norm", cfg.norm)
+    w.add_string(p + "activation", "relu")
+    w.add_float32(p + "layer_norm_epsilon", 1e-5)
+    w.add_string(p + "positions", "sinusoidal")
+    w.add_string(p + "embedding_scale", "sqrt_d_model")
+    w.add_bool(p + "tied_output", True)
+    w.add_bool(p + "source_add_eos", bool(meta.get("source_add_eos", True)))
+    state = state or {}
+    if "train_seconds" in state:
+        w.add_float32("attnlab.training_seconds", float(state["train_seconds"]))
+    if state.get("best_bleu", -1) >= 0:
+        w.add_float32("attnlab.val_bleu", float(state["best_bleu"]))
+    counts = {}
+    for tname, tensor in state_dict.items():
+        array = tensor.float().numpy()
+        t = tensor_dtype(array, dtype)
+        counts[t] = counts.get(t, 0) + 1
+        w.add_tensor(tname, array, dtype=t)
+    add_tokenizer(w, src_spm, "source")
+    add_tokenizer(w, tgt_spm, "target")
+    return w, counts
+
+
+def export(checkpoint, dtype, out, root=ROOT):
+    ck = torch.load(checkpoint, map_location="cpu")
+    cfg = Config(**ck["config"])
+    meta = ck["meta"]
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    w, counts = build_writer(out, cfg, ck["model"], meta, dtype, os.path.join(root, meta["src_spm"]),
+                             os.path.join(root, meta["tgt_spm"]), state=ck.get("state"))
+    w.write()
+    return counts
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--dtype", default="f16", choices=["f32", "f16", "q8_0"])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--root", default=ROOT, help="repository root the tokenizer paths are relative to")
+    args = ap.parse_args(argv)
+    counts = export(args.checkpoint, args.dtype, args.out, args.root)
+    print(f"wrote {args.out}: {os.path.getsize(args.out) / 1e6:.2f} MB, tensors by type {counts}")
+
+
+if __name__ == "__main__":
+    main()
