@@ -30,6 +30,7 @@ run_suite "native ASan+UBSan" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 U
   build/asan/attnlab_tests --no-version
 run_suite "wasm (Node)" node build/wasm/attnlab_tests.js --no-version
 run_suite "js" node --test tests/js/*.test.mjs
+run_suite "fuzz (short)" bash scripts/fuzz.sh --short
 run_suite "browser e2e" node --test tests/e2e/*.test.mjs
 
 echo

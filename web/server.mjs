@@ -10,12 +10,15 @@ import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const mounts = [
-  ['/app/', join(root, 'web/app')],
-  ['/lib/', join(root, 'web/lib')],
-  ['/dist/', join(root, 'web/dist')],
-  ['/models/', join(root, 'models')],
-];
+// modelsDir (or ATTNLAB_MODELS_DIR) serves another folder as /models/, e.g. a test's manifest and fixture model.
+function mountsFor(modelsDir = process.env.ATTNLAB_MODELS_DIR || join(root, 'models')) {
+  return [
+    ['/app/', join(root, 'web/app')],
+    ['/lib/', join(root, 'web/lib')],
+    ['/dist/', join(root, 'web/dist')],
+    ['/models/', modelsDir],
+  ];
+}
 const mimeTypes = {
   '.html': 'text/html; charset=utf-8',
   '.mjs': 'text/javascript; charset=utf-8',
@@ -49,7 +52,7 @@ function servable(mountPrefix, relative) {
   return relative === 'manifest.json' || relative.endsWith('.gguf');
 }
 
-function resolvePath(urlPath) {
+function resolvePath(mounts, urlPath) {
   if (urlPath === '/' || urlPath === '/index.html') return join(root, 'web/app/index.html');
   for (const [prefix, dir] of mounts) {
     if (!urlPath.startsWith(prefix)) continue;
@@ -66,7 +69,8 @@ function contentType(path) {
   return mimeTypes[extname(path)] ?? 'application/octet-stream';
 }
 
-export function createAppServer() {
+export function createAppServer({ modelsDir } = {}) {
+  const mounts = mountsFor(modelsDir);
   return createServer(async (request, response) => {
     const send = (status, body, headers = {}) => {
       response.writeHead(status, { ...securityHeaders, 'Content-Type': 'text/plain; charset=utf-8', ...headers });
@@ -75,7 +79,7 @@ export function createAppServer() {
     if (request.method !== 'GET' && request.method !== 'HEAD') return send(405, 'method not allowed\n');
     let path;
     try {
-      path = resolvePath(new URL(request.url, 'http://localhost').pathname);
+      path = resolvePath(mounts, new URL(request.url, 'http://localhost').pathname);
     } catch {
       return send(400, 'bad request\n');
     }

@@ -26,6 +26,14 @@ struct TranslateOptions {
     float length_penalty = 1.0f;
 };
 
+// Per-layer, per-head attention of a Transformer, row-major [layers, heads, rows, cols]; empty (all zero
+// dimensions) for models without it.
+struct AttentionTensor {
+    std::vector<float> data;
+    int layers = 0, heads = 0, rows = 0, cols = 0;
+    bool empty() const { return layers == 0; }
+};
+
 struct Translation {
     std::string text;                          // detokenized output
     std::vector<std::string> source_tokens;    // pieces as the model saw them, including the final </s>
@@ -34,7 +42,31 @@ struct Translation {
     std::vector<int32_t> target_ids;
     std::vector<float> attention;              // [target × source] row-major: stage 2 weights per output token
     std::vector<float> scores;                 // [target × source] row-major: stage 1 raw scores per output token
+    std::vector<float> context;                // [target × context_size] row-major: stage 3 context vector per output token
+    std::vector<float> values;                 // [source × context_size] row-major: the source annotations it sums
+    int context_size = 0;                      // dv
     std::string score_function;                // "additive", "dot", "general", "cosine", "scaled_dot"
+    float log_probability = 0.0f;
+    // Transformer only. attention/scores above are then the last decoder layer's cross-attention weights and
+    // scaled dot products q·k/√hd, averaged over heads. Decoder rows and columns are the decoder inputs
+    // (<s>, y_1 .. y_{T-1}): row i is the step that produced target token i.
+    AttentionTensor encoder_self_attention;    // [L_enc, H, source, source]
+    AttentionTensor decoder_self_attention;    // [L_dec, H, target, target], causal (zero above the diagonal)
+    AttentionTensor cross_attention;           // [L_dec, H, target, source]
+};
+
+struct CaptionOptions {
+    int beam = 1;               // 1 = greedy
+    int max_length = 0;         // > 0: at most this many tokens; 0: the model's default (attnlab.captioner.max_length)
+};
+
+struct Caption {
+    std::string text;                          // the caption
+    std::vector<std::string> tokens;           // its pieces ("▁a", "▁dog", ...), without </s>
+    std::vector<int32_t> ids;
+    std::vector<float> attention;              // [tokens × grid_height·grid_width] row-major: where each token looked
+    int grid_width = 0;                        // the annotation grid, row-major over (y, x): 7 × 7 for MobileNetV2
+    int grid_height = 0;
     float log_probability = 0.0f;
 };
 
@@ -56,6 +88,14 @@ public:
 
     // Throws attnlab::Error for a model that cannot translate, empty/oversized/invalid UTF-8 text, bad options.
     Translation translate(const std::string& text, const TranslateOptions& options = {}) const;
+
+    // Captions an RGBA image (width × height × 4 bytes, row-major, any size; alpha is ignored). Throws
+    // attnlab::Error for a model that cannot caption (or has no image encoder), a bad size or bad options.
+    Caption caption(const uint8_t* rgba, int width, int height, const CaptionOptions& options = {}) const;
+    // Captions from an encoder grid directly: features [grid_cells, feature_size] row-major, as
+    // models/extract_features.py stores them (no image encoder needed).
+    Caption caption_features(const float* features, int grid_cells, int feature_size,
+                             const CaptionOptions& options = {}) const;
 
 private:
     struct Impl;

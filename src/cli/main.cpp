@@ -11,6 +11,7 @@
 #include "attnlab/attnlab.hpp"
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
+#include "cli/image.hpp"
 #include "cli/json.hpp"
 
 namespace {
@@ -27,7 +28,9 @@ constexpr const char* kUsage =
     "  info --model FILE                         the model's metadata\n"
     "  translate --model FILE [--beam N] [--max-length N] [--json] [TEXT...]\n"
     "                                            translate TEXT, or each line of stdin when no TEXT is given;\n"
-    "                                            a terminal also gets the alignment as a text heatmap\n";
+    "                                            a terminal also gets the alignment as a text heatmap\n"
+    "  caption --model FILE [--beam N] [--max-length N] [--json] IMAGE...\n"
+    "                                            caption JPEG/PNG images, one line per image\n";
 
 struct Arguments {
     std::string model;
@@ -102,12 +105,30 @@ void print_heatmap(const attnlab::Translation& t) {
     for (std::size_t s = 0; s < S; ++s) std::printf("%16s%2zu %s\n", "", s, t.source_tokens[s].c_str());
 }
 
+std::string json_floats(const std::vector<float>& values) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + attnlab::cli::json_number(values[i]);
+    return out + "]";
+}
+
+// A Transformer attention tensor: {"layers","heads","rows","cols","data": flat row-major [L·H·rows·cols]}.
+std::string attention_tensor_json(const attnlab::AttentionTensor& a) {
+    return "{\"layers\":" + std::to_string(a.layers) + ",\"heads\":" + std::to_string(a.heads) +
+           ",\"rows\":" + std::to_string(a.rows) + ",\"cols\":" + std::to_string(a.cols) +
+           ",\"data\":" + json_floats(a.data) + "}";
+}
+
 std::string translation_json(const attnlab::Translation& t) {
     const std::size_t S = t.source_tokens.size(), T = t.target_tokens.size();
-    return "{\"text\":" + json_string(t.text) + ",\"source_tokens\":" + json_strings(t.source_tokens) +
+    std::string out = "{\"text\":" + json_string(t.text) + ",\"source_tokens\":" + json_strings(t.source_tokens) +
            ",\"target_tokens\":" + json_strings(t.target_tokens) + ",\"source_ids\":" + json_ints(t.source_ids) +
            ",\"target_ids\":" + json_ints(t.target_ids) + ",\"score_function\":" + json_string(t.score_function) +
-           ",\"attention\":" + json_matrix(t.attention, T, S) + ",\"scores\":" + json_matrix(t.scores, T, S) + "}";
+           ",\"attention\":" + json_matrix(t.attention, T, S) + ",\"scores\":" + json_matrix(t.scores, T, S);
+    if (!t.encoder_self_attention.empty())  // Transformer models only
+        out += ",\"encoder_self_attention\":" + attention_tensor_json(t.encoder_self_attention) +
+               ",\"decoder_self_attention\":" + attention_tensor_json(t.decoder_self_attention) +
+               ",\"cross_attention\":" + attention_tensor_json(t.cross_attention);
+    return out + "}";
 }
 
 int run_translate(const Arguments& args) {
@@ -150,6 +171,43 @@ int run_translate(const Arguments& args) {
     return status;
 }
 
+// {"image","text","tokens","ids","grid_height","grid_width","attention": [tokens][grid_height·grid_width]}
+std::string caption_json(const std::string& path, const attnlab::Caption& c) {
+    const std::size_t T = c.tokens.size(), G = static_cast<std::size_t>(c.grid_height) * c.grid_width;
+    return "{\"image\":" + json_string(path) + ",\"text\":" + json_string(c.text) + ",\"tokens\":" +
+           json_strings(c.tokens) + ",\"ids\":" + json_ints(c.ids) + ",\"grid_height\":" +
+           std::to_string(c.grid_height) + ",\"grid_width\":" + std::to_string(c.grid_width) +
+           ",\"attention\":" + json_matrix(c.attention, T, G) + "}";
+}
+
+int run_caption(const Arguments& args) {
+    attnlab::check(!args.model.empty(), "caption needs --model FILE");
+    attnlab::check(!args.words.empty(), "caption needs at least one IMAGE file");
+    const attnlab::Model model = attnlab::Model::open(args.model);
+    attnlab::check(model.task() == "caption", "this model (" + model.architecture() + ") cannot caption images");
+    attnlab::CaptionOptions options;
+    options.beam = args.beam;
+    options.max_length = args.max_length;
+    // One line per image, so a bad file answers with an error in its place and the status becomes 1.
+    int status = 0;
+    for (const std::string& path : args.words) {
+        try {
+            const attnlab::cli::RgbaImage image = attnlab::cli::load_image_rgba(path);
+            const attnlab::Caption c = model.caption(image.pixels.data(), image.width, image.height, options);
+            std::printf("%s\n", args.json ? caption_json(path, c).c_str() : c.text.c_str());
+        } catch (const attnlab::Error& e) {
+            std::fprintf(stderr, "attnlab: %s\n", e.what());
+            if (args.json)
+                std::printf("{\"image\":%s,\"error\":%s}\n", json_string(path).c_str(), json_string(e.what()).c_str());
+            else
+                std::printf("\n");
+            status = 1;
+        }
+        std::fflush(stdout);
+    }
+    return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,6 +222,7 @@ int main(int argc, char** argv) {
         const Arguments parsed = parse(args);
         if (command == "info") return run_info(parsed);
         if (command == "translate") return run_translate(parsed);
+        if (command == "caption") return run_caption(parsed);
         std::fprintf(stderr, "attnlab: unknown command '%s'\n%s", command.c_str(), kUsage);
         return 1;
     } catch (const std::exception& e) {

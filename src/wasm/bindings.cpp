@@ -1,12 +1,31 @@
-// The embind front end: the JS module (web/lib) is the only caller. C++ exceptions become JS exceptions whose
-// message is the attnlab::Error text (see web/lib/engine.mjs).
+// The embind front end; the JS module (web/lib) is its only caller. Every entry point turns a C++ exception into
+// a JS Error carrying the same message (with -fwasm-exceptions an escaping C++ exception would reach JS as an
+// opaque WebAssembly.Exception).
 #include <emscripten/bind.h>
 
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "attnlab/attnlab.hpp"
+#include "attnlab/error.hpp"
 
 using namespace emscripten;
 
 namespace {
+
+template <typename F>
+auto guarded(F&& body) -> decltype(body()) {
+    try {
+        return body();
+    } catch (const std::exception& e) {
+        val::global("Error").new_(std::string(e.what())).throw_();
+    } catch (...) {
+        val::global("Error").new_(std::string("attnlab: unknown engine error")).throw_();
+    }
+}
 
 val engine_info_js() {
     const attnlab::EngineInfo info = attnlab::engine_info();
@@ -17,8 +36,115 @@ val engine_info_js() {
     return out;
 }
 
+// Bytes headed for the engine: JS fills view() in place, so a model file is copied once, not twice.
+class ByteBuffer {
+public:
+    explicit ByteBuffer(double size) {
+        guarded([&] {
+            attnlab::check(size >= 0 && size <= 2.0e9, "buffer size out of range");
+            bytes_.resize(static_cast<std::size_t>(size));
+            return 0;
+        });
+    }
+    val view() { return val(typed_memory_view(bytes_.size(), bytes_.data())); }
+    std::vector<uint8_t> take() { return std::move(bytes_); }
+
+private:
+    std::vector<uint8_t> bytes_;
+};
+
+template <typename T>
+val to_array(const std::vector<T>& items) {
+    val out = val::array();
+    for (std::size_t i = 0; i < items.size(); ++i) out.set(i, items[i]);
+    return out;
+}
+
+// A Transformer attention tensor: {layers, heads, rows, cols, data: Float32Array [layers·heads·rows·cols]}.
+val to_attention_tensor(const attnlab::AttentionTensor& t) {
+    val data = val::global("Float32Array").new_(t.data.size());
+    data.call<void>("set", val(typed_memory_view(t.data.size(), t.data.data())));
+    val out = val::object();
+    out.set("layers", t.layers);
+    out.set("heads", t.heads);
+    out.set("rows", t.rows);
+    out.set("cols", t.cols);
+    out.set("data", data);
+    return out;
+}
+
+// A row-major [rows × cols] matrix as a Float32Array copy plus its shape.
+val to_matrix(const std::vector<float>& values, std::size_t rows, std::size_t cols) {
+    val data = val::global("Float32Array").new_(values.size());
+    data.call<void>("set", val(typed_memory_view(values.size(), values.data())));
+    val out = val::object();
+    out.set("rows", rows);
+    out.set("cols", cols);
+    out.set("data", data);
+    return out;
+}
+
+class JsModel {
+public:
+    explicit JsModel(ByteBuffer& buffer) {
+        guarded([&] {
+            model_ = attnlab::Model::from_bytes(buffer.take());
+            return 0;
+        });
+    }
+
+    val info() const {
+        return guarded([&] {
+            val out = val::object();
+            out.set("architecture", model_.architecture());
+            out.set("task", model_.task());
+            val metadata = val::object();
+            for (const auto& [key, value] : model_.metadata()) metadata.set(key, value);
+            out.set("metadata", metadata);
+            return out;
+        });
+    }
+
+    val translate(const std::string& text, int beam, int max_length) const {
+        return guarded([&] {
+            attnlab::TranslateOptions options;
+            options.beam = beam;
+            options.max_length = max_length;
+            const attnlab::Translation t = model_.translate(text, options);
+            const std::size_t S = t.source_tokens.size(), T = t.target_tokens.size();
+            val out = val::object();
+            out.set("text", t.text);
+            out.set("sourceTokens", to_array(t.source_tokens));
+            out.set("targetTokens", to_array(t.target_tokens));
+            out.set("sourceIds", to_array(t.source_ids));
+            out.set("targetIds", to_array(t.target_ids));
+            out.set("scoreFunction", t.score_function);
+            out.set("attention", to_matrix(t.attention, T, S));
+            out.set("scores", to_matrix(t.scores, T, S));
+            const std::size_t dv = static_cast<std::size_t>(t.context_size);
+            out.set("context", to_matrix(t.context, T, dv));
+            out.set("values", to_matrix(t.values, S, dv));
+            out.set("logProbability", t.log_probability);
+            if (!t.encoder_self_attention.empty()) {  // Transformer models only
+                out.set("encoderSelfAttention", to_attention_tensor(t.encoder_self_attention));
+                out.set("decoderSelfAttention", to_attention_tensor(t.decoder_self_attention));
+                out.set("crossAttention", to_attention_tensor(t.cross_attention));
+            }
+            return out;
+        });
+    }
+
+private:
+    attnlab::Model model_;
+};
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(attnlab) {
     function("engineInfo", &engine_info_js);
+    class_<ByteBuffer>("ByteBuffer").constructor<double>().function("view", &ByteBuffer::view);
+    class_<JsModel>("Model")
+        .constructor<ByteBuffer&>()
+        .function("info", &JsModel::info)
+        .function("translate", &JsModel::translate);
 }

@@ -1,6 +1,6 @@
 // Loads the wasm engine (web/dist/attnlab.mjs + attnlab.wasm) once per JS realm: a page, a worker or Node.
 // In Node the .wasm is read from disk and handed over as bytes, since Emscripten 3.1.6's web loader cannot
-// fetch file paths; in a browser it is fetched next to attnlab.mjs (same origin).
+// fetch file paths; in a browser it is fetched next to attnlab.mjs (same origin) through the Cache API.
 
 const distUrl = new URL('../dist/', import.meta.url);
 let enginePromise = null;
@@ -16,7 +16,9 @@ async function instantiate(options = {}) {
     const { readFile } = await import('node:fs/promises');
     moduleArgs.wasmBinary = await readFile(new URL('attnlab.wasm', distUrl));
   } else {
-    moduleArgs.locateFile = (path) => new URL(path, distUrl).href;
+    // Through the cached downloader (Cache API), so a second visit loads the engine offline.
+    const { download } = await import('./download.mjs');
+    moduleArgs.wasmBinary = (await download(new URL('attnlab.wasm', distUrl))).bytes;
   }
   return createAttnlabModule(moduleArgs);
 }

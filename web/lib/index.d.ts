@@ -7,8 +7,125 @@ export interface EngineInfo {
   wasm: boolean;
 }
 
-/** Which engine build is running. */
+/**
+ * A row-major matrix: element (i, j) is `data[i * cols + j]`. Matrices are Float32Arrays rather than arrays of
+ * rows so they cross the worker boundary without copying; `matrixRow(m, i)` gives row i.
+ */
+export interface Matrix {
+  rows: number;
+  cols: number;
+  data: Float32Array;
+}
+
+export interface Translation {
+  /** The detokenized output. */
+  text: string;
+  /** The source pieces as the model saw them (SentencePiece pieces, "▁" marks a word start), ending with "</s>". */
+  sourceTokens: string[];
+  /** The output pieces, without the final "</s>". */
+  targetTokens: string[];
+  sourceIds: number[];
+  targetIds: number[];
+  /** The attention score function: "additive", "dot", "general", "cosine" or "scaled_dot". */
+  scoreFunction: string;
+  /** Stage 2: attention weights, [targetTokens.length × sourceTokens.length]; each row sums to 1. */
+  attention: Matrix;
+  /** Stage 1: the raw scores the weights are the softmax of, same shape as attention. */
+  scores: Matrix;
+  /** Stage 3: the context vector of each output token, [targetTokens.length × d] = attention · values. */
+  context: Matrix;
+  /** The source annotations (encoder states) the context vectors are weighted sums of, [sourceTokens.length × d]. */
+  values: Matrix;
+  /** Σ log p of the returned tokens (and of the end of sentence when it was produced). */
+  logProbability: number;
+}
+
+export interface TranslateOptions {
+  /** Beam width, 1 (greedy, the default) to 64. */
+  beam?: number;
+  /** At most this many output tokens; 0 (the default) means 1.5 × the source length + 10. */
+  maxLength?: number;
+}
+
+export interface ModelInfo {
+  /** general.architecture, e.g. "attnlab.bahdanau". */
+  architecture: string;
+  /** "translate" (the only task loadModel accepts so far). */
+  task: string;
+  /** Every GGUF metadata key with a printable value (long arrays summarized). */
+  metadata: Record<string, string>;
+}
+
+export interface Progress {
+  /** Bytes received so far. */
+  loaded: number;
+  /** Expected bytes (Content-Length or the `bytes` option); 0 when unknown. */
+  total: number;
+}
+
+export interface LoadOptions {
+  /** Called as bytes arrive (and once with loaded === total for a cached copy or given bytes). */
+  onProgress?: (progress: Progress) => void;
+  /** Aborts the download; the promise rejects with a message saying so. */
+  signal?: AbortSignal;
+  /** Milliseconds before the download is given up (0 = no limit, the default). */
+  timeout?: number;
+  /** Expected SHA-256 (hex) of the file: checked before use; on a mismatch nothing is cached or loaded. */
+  sha256?: string;
+  /** Expected size in bytes, for progress when the server sends no Content-Length. */
+  bytes?: number;
+  /** Use the Cache API ("attnlab-v1") for the file and the wasm (default true; ignored where there is none). */
+  cache?: boolean;
+  /** Run the engine in a module Web Worker: default true in browsers; Node has no workers (false). */
+  useWorker?: boolean;
+}
+
+export interface Model {
+  /** The model's metadata. */
+  readonly info: ModelInfo;
+  /** True when the weights came from the Cache API rather than the network. */
+  readonly fromCache: boolean;
+  /** True when the engine runs in a Web Worker. */
+  readonly inWorker: boolean;
+  /** Translates one sentence; calls run one at a time in call order. Rejects for empty text or bad options. */
+  translate(text: string, options?: TranslateOptions): Promise<Translation>;
+  /** Waits for queued calls, then frees the engine memory (and the worker); later calls reject. */
+  dispose(): Promise<void>;
+  /** Stops now: pending and later calls reject with "attnlab: the model was terminated". */
+  terminate(): void;
+}
+
+/**
+ * Loads a translation model (GGUF) from a URL, a file path (Node) or its bytes. In a browser the file and the wasm
+ * are fetched with progress, checked against `sha256` and kept in the Cache API; the engine runs in a Web Worker.
+ * Rejects with a message for a failed download, a SHA-256 mismatch, an abort or timeout, bytes that are not a
+ * GGUF model, or a model that does not translate.
+ */
+export function loadModel(source: string | URL | ArrayBuffer | ArrayBufferView, options?: LoadOptions): Promise<Model>;
+
+/** Row i of a matrix, as a view (no copy). */
+export function matrixRow(matrix: Matrix, i: number): Float32Array;
+
+export interface DownloadOptions {
+  onProgress?: (progress: Progress) => void;
+  signal?: AbortSignal;
+  timeout?: number;
+  sha256?: string;
+  bytes?: number;
+  cache?: boolean;
+}
+
+/** The downloader loadModel uses: fetch with progress, SHA-256 check, abort/timeout and the Cache API. */
+export function download(url: string | URL, options?: DownloadOptions): Promise<{ bytes: Uint8Array; fromCache: boolean }>;
+
+/** Lower-case hex SHA-256 (WebCrypto). */
+export function sha256Hex(bytes: ArrayBuffer | ArrayBufferView): Promise<string>;
+
+/** The Cache API cache name, "attnlab-v1". */
+export const CACHE_NAME: string;
+
+/** Which engine build is running (in this thread). */
 export function engineInfo(): Promise<EngineInfo>;
 
-/** Loads the wasm engine once; pass the .wasm bytes to skip fetching or reading it. */
+/** Loads the wasm engine in this thread once; pass the .wasm bytes to skip fetching or reading it. */
 export function loadEngine(options?: { wasmBinary?: ArrayBuffer | Uint8Array }): Promise<unknown>;

@@ -1,9 +1,221 @@
 // attnlab: attention encoder-decoders in SIMD WebAssembly, with every attention weight returned.
+//
+//   const model = await loadModel('/models/weights/bahdanau-en-de.q8_0.gguf', { onProgress, sha256 });
+//   const t = await model.translate('A dog runs.', { beam: 4 });   // { text, sourceTokens, attention, ... }
+//
+// In a browser the engine runs in a module Web Worker (one per model); in Node it runs in this thread. Either way
+// every method returns a promise, calls on one model run one at a time in call order, and every error is a
+// rejected promise with a message.
 import { callEngine, loadEngine } from './engine.mjs';
+import { asBytes, createEngineModel, validateTranslate } from './core.mjs';
+import { CACHE_NAME, download, sha256Hex, verifySha256 } from './download.mjs';
 
-export { loadEngine };
+export { loadEngine, download, sha256Hex, CACHE_NAME };
 
-/** { version, simd, wasm }: which engine build is running. */
+const isNode = typeof process === 'object' && typeof process.versions === 'object' && !!process.versions.node;
+const wasmUrl = new URL('../dist/attnlab.wasm', import.meta.url);
+
+/** { version, simd, wasm }: which engine build is running (in this realm). */
 export async function engineInfo() {
   return callEngine((engine) => engine.engineInfo());
+}
+
+// The wasm bytes for workers, through the cached downloader so a second visit works offline (shared by every
+// load, so no one caller's abort signal applies to it).
+let wasmBytesPromise = null;
+function wasmBytes() {
+  if (!wasmBytesPromise) {
+    wasmBytesPromise = download(wasmUrl).then(({ bytes }) => bytes, (error) => {
+      wasmBytesPromise = null;
+      throw error;
+    });
+  }
+  return wasmBytesPromise;
+}
+
+function isLocalPath(source) {
+  if (source instanceof URL) return source.protocol === 'file:';
+  return typeof source === 'string' && !/^[a-z][a-z0-9+.-]*:/i.test(source);
+}
+
+// source -> { bytes, fromCache, transferable }: bytes we own may be handed to a worker without a copy.
+async function fetchModelBytes(source, options) {
+  const { onProgress, signal, timeout = 0, sha256, bytes: expectedBytes, cache = true } = options;
+  if (typeof source === 'string' || source instanceof URL) {
+    if (isNode && isLocalPath(source)) {
+      if (signal?.aborted) throw new Error(`attnlab: loading ${source} was aborted`);
+      const { readFile } = await import('node:fs/promises');
+      let bytes;
+      try {
+        bytes = new Uint8Array(await readFile(source, { signal }));
+      } catch (error) {
+        if (signal?.aborted) throw new Error(`attnlab: loading ${source} was aborted`);
+        throw new Error(`attnlab: could not read ${source}: ${error.message}`);
+      }
+      onProgress?.({ loaded: bytes.length, total: bytes.length });
+      await verifySha256(bytes, sha256, String(source));
+      return { bytes, fromCache: false, transferable: true };
+    }
+    const base = globalThis.location?.href;
+    const url = base ? new URL(source, base) : new URL(source);
+    const { bytes, fromCache } = await download(url, { onProgress, signal, timeout, sha256, bytes: expectedBytes, cache });
+    return { bytes, fromCache, transferable: true };
+  }
+  if (source === null || source === undefined) throw new Error('attnlab: loadModel() needs a URL or the model bytes');
+  const bytes = asBytes(source);
+  if (signal?.aborted) throw new Error('attnlab: loading the model was aborted');
+  await verifySha256(bytes, sha256, 'the model bytes');
+  onProgress?.({ loaded: bytes.length, total: bytes.length });
+  return { bytes, fromCache: false, transferable: false };
+}
+
+// Runs tasks one at a time in call order. close(reason): later calls reject, queued ones still run;
+// kill(reason): queued and later calls reject.
+class CallQueue {
+  #tail = Promise.resolve();
+  #closed = null;
+  #killed = null;
+  run(task) {
+    if (this.#closed) return Promise.reject(new Error(this.#closed));
+    const result = this.#tail.then(() => {
+      if (this.#killed) throw new Error(this.#killed);
+      return task();
+    });
+    this.#tail = result.catch(() => {});
+    return result;
+  }
+  close(reason) {
+    this.#closed ??= reason;
+  }
+  kill(reason) {
+    this.close(reason);
+    this.#killed ??= reason;
+  }
+  get closed() {
+    return this.#closed !== null;
+  }
+}
+
+const TERMINATED = 'attnlab: the model was terminated';
+const DISPOSED = 'attnlab: the model was disposed';
+
+/** A model running in this thread (Node, or useWorker: false). */
+class DirectModel {
+  #core;
+  #queue = new CallQueue();
+  constructor(core, fromCache) {
+    this.#core = core;
+    this.info = core.info;
+    this.fromCache = fromCache;
+    this.inWorker = false;
+  }
+  translate(text, options = {}) {
+    return this.#queue.run(async () => this.#core.translate(text, options));
+  }
+  async dispose() {
+    if (this.#queue.closed) return;
+    const done = this.#queue.run(async () => this.#core.dispose());
+    this.#queue.close(DISPOSED);
+    await done;
+  }
+  terminate() {
+    if (this.#queue.closed) return;
+    this.#queue.kill(TERMINATED);
+    // Queued calls reject when their turn comes; engine calls are synchronous, so none is midway now.
+    Promise.resolve().then(() => this.#core.dispose()).catch(() => {});
+  }
+}
+
+/** A model inside a module Web Worker; requests carry ids and are answered in order. */
+class WorkerModel {
+  #worker;
+  #pending = new Map();
+  #nextId = 1;
+  #closed = null;
+  constructor(worker) {
+    this.#worker = worker;
+    this.inWorker = true;
+    worker.addEventListener('message', (event) => {
+      const { id, result, error } = event.data ?? {};
+      const pending = this.#pending.get(id);
+      if (!pending) return;
+      this.#pending.delete(id);
+      if (error !== undefined) pending.reject(new Error(error));
+      else pending.resolve(result);
+    });
+    worker.addEventListener('error', (event) => {
+      event.preventDefault?.();
+      this.#fail(`attnlab: the engine worker failed: ${event.message ?? 'could not start it'}`);
+    });
+    worker.addEventListener('messageerror', () => this.#fail('attnlab: the engine worker sent an unreadable message'));
+  }
+  #fail(reason) {
+    this.#closed ??= reason;
+    for (const { reject } of this.#pending.values()) reject(new Error(reason));
+    this.#pending.clear();
+    this.#worker.terminate();
+  }
+  call(method, args, transfer = []) {
+    if (this.#closed) return Promise.reject(new Error(this.#closed));
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      this.#worker.postMessage({ id, method, args }, transfer);
+    });
+  }
+  translate(text, options = {}) {
+    try {
+      validateTranslate(text, options);  // fail fast, without a round trip
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.call('translate', { text, options: { beam: options.beam, maxLength: options.maxLength } });
+  }
+  async dispose() {
+    if (this.#closed) return;
+    try {
+      await this.call('dispose', {});
+    } finally {
+      this.#fail(DISPOSED);
+    }
+  }
+  terminate() {
+    this.#fail(TERMINATED);
+  }
+}
+
+/**
+ * Loads a translation model from a URL (fetched with progress, SHA-256 check and the Cache API), a file path in
+ * Node, or its GGUF bytes. See index.d.ts for the options and the returned model.
+ */
+export async function loadModel(source, options = {}) {
+  if (options === null || typeof options !== 'object') throw new Error('attnlab: loadModel() options must be an object');
+  const canUseWorker = !isNode && typeof Worker === 'function';
+  const useWorker = options.useWorker ?? canUseWorker;
+  if (useWorker && !canUseWorker) throw new Error('attnlab: Web Workers are not available here; pass useWorker: false');
+
+  const { bytes, fromCache, transferable } = await fetchModelBytes(source, options);
+  if (options.signal?.aborted) throw new Error('attnlab: loading the model was aborted');
+  if (!useWorker) {
+    const wasmBinary = isNode ? undefined : await wasmBytes();
+    return new DirectModel(await createEngineModel(bytes, { wasmBinary }), fromCache);
+  }
+  const wasmBinary = (await wasmBytes()).slice();  // each worker gets its own copy
+  const payload = transferable ? bytes : bytes.slice();
+  const worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module', name: 'attnlab engine' });
+  const model = new WorkerModel(worker);
+  try {
+    model.info = await model.call('load', { bytes: payload, wasmBinary }, [payload.buffer, wasmBinary.buffer]);
+  } catch (error) {
+    model.terminate();
+    throw error;
+  }
+  model.fromCache = fromCache;
+  return model;
+}
+
+/** Row i of a {rows, cols, data} matrix as a Float32Array view. */
+export function matrixRow(matrix, i) {
+  if (!Number.isInteger(i) || i < 0 || i >= matrix.rows) throw new Error(`attnlab: row ${i} is out of range`);
+  return matrix.data.subarray(i * matrix.cols, (i + 1) * matrix.cols);
 }

@@ -29,6 +29,7 @@ struct Beam {
     std::vector<int32_t> tokens;
     std::vector<std::vector<float>> attention;
     std::vector<std::vector<float>> scores;
+    std::vector<std::vector<float>> context;
 };
 
 }  // namespace
@@ -59,6 +60,7 @@ Hypothesis greedy_search(const Decoder& decoder, const SearchOptions& options) {
         result.tokens.push_back(token);
         result.attention.push_back(out.weights);
         result.scores.push_back(out.scores);
+        result.context.push_back(out.context);
     }
     result.score = result.log_probability;
     return result;
@@ -70,7 +72,7 @@ Hypothesis beam_search(const Decoder& decoder, const SearchOptions& options) {
     const int max_length = max_target_length(options, decoder.source_length());
     constexpr float kNegativeInfinity = -std::numeric_limits<float>::infinity();
 
-    std::vector<Beam> beams{Beam{decoder.initial_state(), decoder.bos(), 0.0f, {}, {}, {}}};
+    std::vector<Beam> beams{Beam{decoder.initial_state(), decoder.bos(), 0.0f, {}, {}, {}, {}}};
     std::vector<Hypothesis> finished;
     std::vector<StepOutput> outputs;
     std::vector<StatePtr> next_states;
@@ -115,10 +117,12 @@ Hypothesis beam_search(const Decoder& decoder, const SearchOptions& options) {
                     h.tokens = parent.tokens;
                     h.attention = parent.attention;
                     h.scores = parent.scores;
+                    h.context = parent.context;
                     if (!is_eos) {
                         h.tokens.push_back(candidate.token);
                         h.attention.push_back(out.weights);
                         h.scores.push_back(out.scores);
+                        h.context.push_back(out.context);
                     }
                     h.log_probability = candidate.log_probability;
                     h.score = candidate.log_probability /
@@ -128,10 +132,12 @@ Hypothesis beam_search(const Decoder& decoder, const SearchOptions& options) {
                 }
             } else {
                 Beam child{next_states[candidate.beam], candidate.token, candidate.log_probability,
-                           parent.tokens,             parent.attention, parent.scores};
+                           parent.tokens,             parent.attention, parent.scores,
+                           parent.context};
                 child.tokens.push_back(candidate.token);
                 child.attention.push_back(out.weights);
                 child.scores.push_back(out.scores);
+                child.context.push_back(out.context);
                 next.push_back(std::move(child));
             }
             if (static_cast<int>(next.size()) == beam_width) break;

@@ -12,6 +12,7 @@ struct StepOutput {
     std::vector<float> logits;   // [V]
     std::vector<float> weights;  // [S] attention weights (stage 2) used for this step
     std::vector<float> scores;   // [S] raw attention scores (stage 1) for this step
+    std::vector<float> context;  // [dv] the context vector (stage 3) for this step; empty if the model has none
 };
 
 // A decoder state is opaque to the search; hypotheses that share a prefix share the state object.
@@ -42,6 +43,7 @@ struct Hypothesis {
     std::vector<int32_t> tokens;                 // without BOS and EOS
     std::vector<std::vector<float>> attention;   // [tokens.size()][S] weights for each returned token
     std::vector<std::vector<float>> scores;      // [tokens.size()][S] raw scores for each returned token
+    std::vector<std::vector<float>> context;     // [tokens.size()][dv] context vectors for each returned token
     float log_probability = 0.0f;                // Σ log p over the tokens (and EOS when it was produced)
     float score = 0.0f;                          // the ranking score (normalized by length for beam > 1)
     bool finished = false;                       // ended with EOS rather than by the length limit

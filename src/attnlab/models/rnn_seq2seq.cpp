@@ -122,6 +122,7 @@ void rnn_step(const RnnSeq2Seq& model, const RnnEncoded& encoded, int32_t token,
     nn::linear(model.target_embedding, t.data(), 1, out.logits.data());
     out.weights.assign(attention.weights.begin(), attention.weights.end());
     out.scores.assign(attention.scores.begin(), attention.scores.end());
+    out.context.assign(attention.context.begin(), attention.context.end());
 }
 
 decode::StatePtr RnnDecoder::initial_state() const {

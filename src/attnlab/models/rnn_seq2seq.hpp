@@ -60,7 +60,7 @@ struct RnnEncoded {
 RnnEncoded rnn_encode(const RnnSeq2Seq& model, const std::vector<int32_t>& source_ids);
 
 // One decoder step: token y_{i-1}, state s_{i-1} [H] -> s_i [H] (may not alias), out.logits [V_tgt],
-// out.weights [S], out.scores [S].
+// out.weights [S], out.scores [S], out.context [2E].
 void rnn_step(const RnnSeq2Seq& model, const RnnEncoded& encoded, int32_t token, const float* state,
               float* next_state, decode::StepOutput& out);
 

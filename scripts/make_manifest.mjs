@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+// Recomputes `bytes` and `sha256` of every model listed in models/manifest.json (or the manifest given), so the
+// page's SHA-256 check never fails because the manifest went stale. `file` is repo-relative
+// (models/weights/NAME.gguf); a listed file that does not exist is an error: the manifest lists shipped models only.
+//   node scripts/make_manifest.mjs [--check] [path/to/manifest.json]
+//   --check: change nothing, exit 1 if any entry is stale.
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const args = process.argv.slice(2);
+const check = args.includes('--check');
+const manifestPath = resolve(args.find((a) => !a.startsWith('--')) ??
+                             fileURLToPath(new URL('../models/manifest.json', import.meta.url)));
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const required = ['id', 'task', 'arch', 'src', 'tgt', 'dtype', 'file'];
+
+async function sha256Of(path) {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk);
+  return hash.digest('hex');
+}
+
+const manifest = JSON.parse(await readFile(manifestPath, 'utf8'));
+if (!Array.isArray(manifest.models)) throw new Error(`${manifestPath}: expected { "models": [...] }`);
+let stale = 0;
+const ids = new Set();
+for (const entry of manifest.models) {
+  for (const key of required) {
+    if (typeof entry[key] !== 'string' || entry[key] === '') throw new Error(`${manifestPath}: an entry lacks "${key}"`);
+  }
+  if (ids.has(entry.id)) throw new Error(`${manifestPath}: duplicate id ${entry.id}`);
+  ids.add(entry.id);
+  if (!entry.file.startsWith('models/')) throw new Error(`${entry.id}: file must be repo-relative under models/`);
+  const path = resolve(repoRoot, entry.file);
+  const bytes = (await stat(path)).size;  // throws for a file that does not exist
+  const sha256 = await sha256Of(path);
+  if (entry.bytes !== bytes || entry.sha256 !== sha256) {
+    stale += 1;
+    console.log(`make_manifest: ${entry.id}: ${check ? 'stale' : 'updated'} (${bytes} bytes)`);
+  }
+  entry.bytes = bytes;
+  entry.sha256 = sha256;
+}
+if (check) {
+  if (stale) process.exit(1);
+  console.log(`make_manifest: ${manifest.models.length} entries up to date`);
+} else {
+  await writeFile(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
+  console.log(`make_manifest: wrote ${manifestPath} (${manifest.models.length} entries, ${stale} changed)`);
+}

@@ -1,0 +1,45 @@
+// The engine inside a module Web Worker: one model per worker. Messages in: { id, method, args }, methods
+// "load" { bytes, wasmBinary }, "translate" { text, options }, "dispose". Messages out: { id, result } or
+// { id, error: message }. Requests run one after another in arrival order, so concurrent calls queue.
+import { createEngineModel } from './core.mjs';
+
+let model = null;
+let queue = Promise.resolve();
+
+const methods = {
+  async load({ bytes, wasmBinary }) {
+    if (model) throw new Error('attnlab: this worker already holds a model');
+    model = await createEngineModel(bytes, { wasmBinary });
+    return model.info;
+  },
+  translate({ text, options }) {
+    if (!model) throw new Error('attnlab: no model is loaded');
+    return model.translate(text, options);
+  },
+  dispose() {
+    model?.dispose();
+    model = null;
+    return null;
+  },
+};
+
+function transferablesOf(result) {
+  if (!result || typeof result !== 'object') return [];
+  return Object.values(result)
+    .filter((value) => value && value.data instanceof Float32Array)
+    .map((value) => value.data.buffer);
+}
+
+self.addEventListener('message', (event) => {
+  const { id, method, args } = event.data ?? {};
+  queue = queue.then(async () => {
+    try {
+      const handler = methods[method];
+      if (!handler) throw new Error(`attnlab: unknown worker method ${method}`);
+      const result = await handler(args ?? {});
+      self.postMessage({ id, result }, transferablesOf(result));
+    } catch (error) {
+      self.postMessage({ id, error: error?.message ?? String(error) });
+    }
+  });
+});
