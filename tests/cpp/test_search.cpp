@@ -1,0 +1,194 @@
+// Greedy and beam search (src/attnlab/decode/search.cpp) on a toy decoder whose next-token distribution is a
+// fixed table of the prefix, so every expected answer below is worked out by hand from those probabilities.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "attnlab/decode/search.hpp"
+#include "attnlab/error.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+// Vocabulary: 0 pad, 1 unk, 2 BOS, 3 EOS, 4 A, 5 B (the project's special ids).
+constexpr int32_t kBos = 2, kEos = 3, A = 4, B = 5;
+constexpr int kVocab = 6;
+constexpr int kSourceLength = 2;
+
+using Prefix = std::vector<int32_t>;                          // tokens after BOS
+using Table = std::function<std::map<int32_t, float>(const Prefix&)>;  // prefix -> {token: probability}
+
+struct ToyState : decode::DecoderState {
+    Prefix prefix;
+};
+
+// logits = log p (so log_softmax gives back log p); tokens missing from the table get -inf.
+// Each step's attention row is {prefix length, 1 - prefix length}: it tells which step a row came from.
+class ToyDecoder : public decode::Decoder {
+public:
+    explicit ToyDecoder(Table table) : table_(std::move(table)) {}
+    int bos() const override { return kBos; }
+    int eos() const override { return kEos; }
+    int source_length() const override { return kSourceLength; }
+    decode::StatePtr initial_state() const override { return std::make_shared<ToyState>(); }
+    decode::StatePtr step(const decode::DecoderState& state, int32_t token, decode::StepOutput& out) const override {
+        auto next = std::make_shared<ToyState>(static_cast<const ToyState&>(state));
+        if (token != kBos) next->prefix.push_back(token);
+        ++calls;
+        out.logits.assign(kVocab, -std::numeric_limits<float>::infinity());
+        for (const auto& [id, p] : table_(next->prefix)) out.logits[id] = std::log(p);
+        const float depth = static_cast<float>(next->prefix.size());
+        out.weights = {depth, 1.0f - depth};
+        out.scores = {10.0f * depth, -depth};
+        return next;
+    }
+    mutable int calls = 0;
+
+private:
+    Table table_;
+};
+
+decode::SearchOptions options(int beam, float length_penalty = 1.0f) {
+    decode::SearchOptions o;
+    o.beam = beam;
+    o.length_penalty = length_penalty;
+    return o;
+}
+
+decode::SearchOptions fixed_length(int beam, int max_length, float length_penalty = 1.0f) {
+    decode::SearchOptions o = options(beam, length_penalty);
+    o.max_length_ratio = 0.0f;
+    o.max_length_extra = max_length;
+    return o;
+}
+
+// [] -> A .5, B .4, EOS .1;  [A] -> EOS .4, A .3, B .3;  [B] -> EOS .9, A .05, B .05;  longer -> EOS .9, A .05, B .05
+// Greedy takes A then EOS (p = .2); beam 2 finds B EOS (p = .36).
+std::map<int32_t, float> greedy_trap(const Prefix& prefix) {
+    if (prefix.empty()) return {{A, 0.5f}, {B, 0.4f}, {kEos, 0.1f}};
+    if (prefix == Prefix{A}) return {{kEos, 0.4f}, {A, 0.3f}, {B, 0.3f}};
+    return {{kEos, 0.9f}, {A, 0.05f}, {B, 0.05f}};
+}
+
+// Never ends: A .7, B .3 forever.
+std::map<int32_t, float> endless(const Prefix&) { return {{A, 0.7f}, {B, 0.3f}}; }
+
+}  // namespace
+
+TEST_CASE("search: max_target_length is int(1.5 * |source| + 10), like models/seq2seq_rnn.py") {
+    CHECK(decode::max_target_length(options(1), 2) == 13);
+    CHECK(decode::max_target_length(options(1), 7) == 20);   // 20.5 truncates
+    CHECK(decode::max_target_length(fixed_length(1, 4), 100) == 4);
+}
+
+TEST_CASE("search: greedy takes the argmax, stops at EOS (not returned, but counted in log p)") {
+    const ToyDecoder decoder(greedy_trap);
+    const decode::Hypothesis h = decode::greedy_search(decoder, options(1));
+    CHECK(h.tokens == std::vector<int32_t>{A});
+    CHECK(h.finished);
+    CHECK(h.log_probability == doctest::Approx(std::log(0.5 * 0.4)).epsilon(1e-5));
+    CHECK(h.score == doctest::Approx(h.log_probability));
+    // One attention row per returned token, taken from the step that produced it (prefix [] -> depth 0).
+    REQUIRE(h.attention.size() == 1);
+    CHECK(h.attention[0] == std::vector<float>{0.0f, 1.0f});
+    REQUIRE(h.scores.size() == 1);
+    CHECK(h.scores[0] == std::vector<float>{0.0f, -0.0f});
+    CHECK(decoder.calls == 2);   // the EOS step, then nothing more
+    // search() with beam 1 is greedy.
+    CHECK(decode::search(decoder, options(1)).tokens == h.tokens);
+}
+
+TEST_CASE("search: greedy without EOS stops at the maximum length, unfinished") {
+    const ToyDecoder decoder(endless);
+    const decode::Hypothesis h = decode::greedy_search(decoder, options(1));
+    CHECK(h.tokens == std::vector<int32_t>(13, A));
+    CHECK_FALSE(h.finished);
+    CHECK(h.log_probability == doctest::Approx(13 * std::log(0.7)).epsilon(1e-5));
+    REQUIRE(h.attention.size() == 13);
+    for (int i = 0; i < 13; ++i) CHECK(h.attention[i][0] == float(i));
+    CHECK(decode::greedy_search(decoder, fixed_length(1, 3)).tokens.size() == 3);
+}
+
+TEST_CASE("search: beam 2 finds the better sequence greedy misses") {
+    const ToyDecoder decoder(greedy_trap);
+    // Step 0 keeps A (.5) and B (.4). Step 1: B EOS = .36 and A EOS = .2 finish (2 = K finished: stop).
+    // Normalized by length 2: log(.36)/2 > log(.2)/2.
+    const decode::Hypothesis h = decode::beam_search(decoder, options(2));
+    CHECK(h.tokens == std::vector<int32_t>{B});
+    CHECK(h.finished);
+    CHECK(h.log_probability == doctest::Approx(std::log(0.4 * 0.9)).epsilon(1e-5));
+    CHECK(h.score == doctest::Approx(std::log(0.4 * 0.9) / 2).epsilon(1e-5));
+    REQUIRE(h.attention.size() == 1);
+    CHECK(h.attention[0] == std::vector<float>{0.0f, 1.0f});
+    CHECK(decode::search(decoder, options(2)).tokens == h.tokens);
+}
+
+TEST_CASE("search: length normalization decides between a short finished and a long unfinished hypothesis") {
+    // [] -> A .6, EOS .4;  [A] -> A .55, B .45 (no EOS). With at most 2 tokens and K = 2:
+    //   step 0: A is kept, "EOS" finishes []: log p = log .4 = -0.916 over length 1;
+    //   step 1 (last): A A finishes by the limit: log p = log(.6 * .55) = -1.109 over length 2.
+    // alpha = 1: -0.554 > -0.916 -> [A, A];  alpha = 0: -0.916 > -1.109 -> [] (the empty translation).
+    const ToyDecoder decoder([](const Prefix& prefix) -> std::map<int32_t, float> {
+        if (prefix.empty()) return {{A, 0.6f}, {kEos, 0.4f}};
+        return {{A, 0.55f}, {B, 0.45f}};
+    });
+    const decode::Hypothesis normalized = decode::beam_search(decoder, fixed_length(2, 2, 1.0f));
+    CHECK(normalized.tokens == std::vector<int32_t>{A, A});
+    CHECK_FALSE(normalized.finished);
+    CHECK(normalized.log_probability == doctest::Approx(std::log(0.6 * 0.55)).epsilon(1e-5));
+    CHECK(normalized.score == doctest::Approx(std::log(0.6 * 0.55) / 2).epsilon(1e-5));
+    REQUIRE(normalized.attention.size() == 2);
+    CHECK(normalized.attention[1][0] == 1.0f);   // the second token came from the step after prefix [A]
+
+    const decode::Hypothesis raw = decode::beam_search(decoder, fixed_length(2, 2, 0.0f));
+    CHECK(raw.tokens.empty());
+    CHECK(raw.finished);
+    CHECK(raw.score == doctest::Approx(std::log(0.4)).epsilon(1e-5));
+    CHECK(raw.attention.empty());
+}
+
+TEST_CASE("search: beam without EOS returns the best hypothesis at the maximum length") {
+    const ToyDecoder decoder(endless);
+    const decode::Hypothesis h = decode::beam_search(decoder, fixed_length(3, 4));
+    CHECK(h.tokens == std::vector<int32_t>(4, A));
+    CHECK_FALSE(h.finished);
+    CHECK(h.log_probability == doctest::Approx(4 * std::log(0.7)).epsilon(1e-5));
+    CHECK(h.attention.size() == 4);
+    CHECK(h.scores.size() == 4);
+}
+
+TEST_CASE("search: ties go to the lower token id (greedy) and to the first finished hypothesis (beam)") {
+    // [] -> A .5, B .5;  afterwards EOS for sure. Both A EOS and B EOS score log(.5)/2.
+    const ToyDecoder decoder([](const Prefix& prefix) -> std::map<int32_t, float> {
+        if (prefix.empty()) return {{A, 0.5f}, {B, 0.5f}};
+        return {{kEos, 1.0f}};
+    });
+    CHECK(decode::greedy_search(decoder, options(1)).tokens == std::vector<int32_t>{A});
+    const decode::Hypothesis h = decode::beam_search(decoder, options(2));
+    CHECK(h.tokens == std::vector<int32_t>{A});
+    CHECK(h.score == doctest::Approx(std::log(0.5) / 2).epsilon(1e-5));
+    // A single beam over the same table: only the first tie survives.
+    CHECK(decode::beam_search(decoder, options(1)).tokens == std::vector<int32_t>{A});
+}
+
+TEST_CASE("search: bad options are attnlab::Error") {
+    const ToyDecoder decoder(greedy_trap);
+    CHECK_THROWS_AS(decode::search(decoder, options(0)), Error);
+    CHECK_THROWS_AS(decode::search(decoder, options(65)), Error);
+    CHECK_THROWS_AS(decode::beam_search(decoder, options(-3)), Error);
+    decode::SearchOptions negative = options(2);
+    negative.max_length_ratio = -1.0f;
+    CHECK_THROWS_AS(decode::search(decoder, negative), Error);
+    negative = options(1);
+    negative.max_length_extra = -1;
+    CHECK_THROWS_AS(decode::search(decoder, negative), Error);
+    decode::SearchOptions nan_penalty = options(2, std::nanf(""));
+    CHECK_THROWS_AS(decode::search(decoder, nan_penalty), Error);
+    CHECK(decoder.calls == 0);
+}
