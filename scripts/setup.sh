@@ -6,11 +6,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 debian_packages=(
   cmake g++ make
+  clang libclang-rt-14-dev
   emscripten binaryen
   libxtensor-dev libxsimd-dev
   doctest-dev
   libstb-dev
   python3-torch python3-numpy python3-sentencepiece python3-pil libopenblas0-pthread
+  flatbuffers-compiler python3-flatbuffers python3-skimage
   chromium
 )
 if [ "${ATTNLAB_SKIP_APT:-0}" != 1 ]; then

@@ -58,7 +58,11 @@ void quantize_q8_0(const float* x, std::size_t n, BlockQ8_0* out) {
         const float d = amax / 127.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         out[b].scale = f32_to_f16(d);
-        for (int j = 0; j < kQ8BlockSize; ++j) out[b].q[j] = int8_t(std::roundf(block[j] * id));
+        for (int j = 0; j < kQ8BlockSize; ++j) {
+            // |r| <= 127 for finite input; NaN (and Inf · 0) would make the int8 conversion undefined: it becomes 0.
+            const float r = std::roundf(block[j] * id);
+            out[b].q[j] = r == r ? int8_t(std::fmin(std::fmax(r, -127.0f), 127.0f)) : int8_t(0);
+        }
     }
 }
 

@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""Flickr8k test BLEU-1..4 of a captioner: a checkpoint (models/train_caption.py) or an exported GGUF file
+(models/export_caption.py; its decoder weights, dequantized exactly as the engine reads them, run in PyTorch on the
+stored grids of models/extract_features.py).
+
+    /usr/bin/python3 models/evaluate_caption.py --checkpoint /work/ckpt/captioner/best.pt --beam 3
+    /usr/bin/python3 models/evaluate_caption.py --gguf models/weights/captioner.q8_0.gguf --beam 3
+
+BLEU: corpus BLEU-n, n = 1..4, without smoothing, on lower-cased 13a-tokenized text with the 5 cleaned reference
+captions per image (models/flickr8k.py), the paper's setting. --split dev|test, --subset N for a quick look,
+--out FILE writes one "image<TAB>caption" line per image.
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import flickr8k  # noqa: E402
+import show_attend_tell as sat  # noqa: E402
+from extract_features import FEATURE_DIR  # noqa: E402
+from export_common import load_gguf_weights, read_gguf_tensors  # noqa: E402
+from train_caption import Data, caption_split  # noqa: E402
+
+
+def load_gguf_decoder(path):
+    """-> (ShowAttendTell with the file's decoder weights, metadata dict)."""
+    meta, tensors = read_gguf_tensors(path)
+    p = "attnlab.captioner."
+    if meta.get("general.architecture") != "attnlab.captioner":
+        raise SystemExit(f"{path} is not a captioner ({meta.get('general.architecture')})")
+    grid = meta[p + "grid_height"] * meta[p + "grid_width"]
+    cfg = sat.Config(vocab=meta[p + "vocab_size"], feature_dim=meta[p + "feature_size"], grid=grid,
+                     emb=meta[p + "embedding_size"], hidden=meta[p + "hidden_size"],
+                     attn_dim=meta[p + "attention_size"], dropout=0.0)
+    model = sat.ShowAttendTell(cfg)
+    load_gguf_weights(model, tensors, path, ignore_unknown=True)   # the file also holds the image encoder
+    return model.eval(), meta
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--checkpoint")
+    src.add_argument("--gguf")
+    ap.add_argument("--features", default=FEATURE_DIR)
+    ap.add_argument("--split", default="test", choices=["dev", "test"])
+    ap.add_argument("--subset", type=int, default=0)
+    ap.add_argument("--beam", type=int, default=3)
+    ap.add_argument("--max-len", type=int, default=30)
+    ap.add_argument("--out", help="write image<TAB>caption lines here")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    if args.checkpoint:
+        ck = torch.load(args.checkpoint, map_location="cpu")
+        cfg = sat.Config(**ck["config"])
+        model = sat.ShowAttendTell(cfg)
+        model.load_state_dict(ck["model"])
+        layer = 7 if cfg.grid == 49 else 14
+    else:
+        model, meta = load_gguf_decoder(args.gguf)
+        layer = 7 if model.cfg.grid == 49 else 14
+    model.eval()
+    data = Data(layer, args.features, args.max_len, limit_train=1)
+    hyps, imgs = caption_split(model, data, args.split, args.subset, args.beam, args.max_len)
+    if len(imgs) < len(flickr8k.load_split(args.split)) and not args.subset:
+        print(f"warning: only {len(imgs)} {args.split} images have stored features", file=sys.stderr)
+    scores = flickr8k.bleu_1_to_4(hyps, flickr8k.references(imgs, data.captions))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            for img, hyp in zip(imgs, hyps):
+                f.write(f"{img}\t{hyp}\n")
+    print(f"{args.split} ({len(imgs)} images, beam {args.beam}): " +
+          " ".join(f"BLEU-{n} {s:.2f}" for n, s in zip((1, 2, 3, 4), scores)))
+    return scores
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Show, Attend and Tell (Xu et al. 2015), soft attention: the caption decoder the C++ engine mirrors.
+
+The encoder (MobileNetV2, models/mobilenet_v2.py) turns a 224x224 image into a grid of G = 7x7 annotation
+vectors a_1..a_G [C = 1280]; this module is the decoder over that grid. Notation: E the embedding table [V, emb],
+sigma = logistic, "." = matrix-vector product, [a; b] = concatenation, y_0 = BOS.
+
+Initial state (tensors `init_h.*`, `init_c.*`):
+    abar = (1/G) sum_i a_i                                   mean annotation [C]
+    h_0  = tanh(W_h0.abar + b_h0)        c_0 = tanh(W_c0.abar + b_c0)        [H]
+
+Step t = 1..T (attend with the PREVIOUS state, as the paper):
+    e_ti = v . tanh(W_q.h_{t-1} + W_k.a_i + b_k)             additive attention, models/attention.py's
+                                                             Attention("additive") under `attn.`
+    alpha_t = softmax_i(e_t)                                 [G]
+    beta_t  = sigma(w_beta . h_{t-1} + b_beta)               gating scalar (`f_beta.weight` [1, H], `f_beta.bias` [1])
+    z_t     = beta_t * sum_i alpha_ti a_i                    gated context [C]
+    (h_t, c_t) = LSTMCell([E[y_{t-1}] ; z_t], (h_{t-1}, c_{t-1}))     (`decoder.*`, PyTorch gate order i, f, g, o)
+    logits_t = L_o.(E[y_{t-1}] + L_h.h_t + L_z.z_t) + b_o    deep output, Eq. 7 (linear, no activation);
+                                                             L_h = `L_h.weight` [emb, H], L_z = `L_z.weight` [emb, C]
+                                                             (no biases), L_o tied to E (`embed.weight`), b_o = `out_bias`
+
+Training loss per caption: sum_t CE(logits_t, y_t) + lambda * sum_i (1 - sum_t alpha_ti)^2 (doubly stochastic
+regularization; the sum over t runs over the caption's real steps, EOS included), averaged over the batch's tokens
+(CE) and captions (regularizer). Dropout (training only) on the deep-output sum before L_o and on the embeddings; the
+identity at inference.
+
+Search: `greedy_decode` / `beam_search` reuse models/seq2seq_rnn.py's implementations unchanged (top-2K candidates,
+ranked by sum log p / len^alpha with EOS counted, finished at EOS or the length limit): `encode` returns its
+`Encoded` with the whole grid unmasked, and the state s = [h ; c] [B, 2H] is one tensor so the beam can reorder it.
+The length limit is fixed (max_len tokens), expressed as src_len = 0, max_len_a = 0, max_len_b = max_len.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, asdict
+from typing import List
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attention import Attention  # noqa: E402
+import seq2seq_rnn  # noqa: E402
+from seq2seq_rnn import Encoded, PAD_ID, BOS_ID, EOS_ID  # noqa: E402,F401
+
+
+@dataclass
+class Config:
+    vocab: int
+    feature_dim: int = 1280      # C
+    grid: int = 49               # G (7x7)
+    emb: int = 256
+    hidden: int = 384            # H; 384 keeps the q8_0 file (decoder + encoder) under 10 MB
+    attn_dim: int = 256          # A
+    dropout: float = 0.5
+    alpha_c: float = 1.0         # lambda of the doubly stochastic regularization
+
+    def to_dict(self):
+        return asdict(self)
+
+
+class ShowAttendTell(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.cfg = cfg
+        C, H, emb = cfg.feature_dim, cfg.hidden, cfg.emb
+        self.embed = nn.Embedding(cfg.vocab, emb, padding_idx=PAD_ID)
+        self.init_h = nn.Linear(C, H)
+        self.init_c = nn.Linear(C, H)
+        self.attn = Attention("additive", H, C, cfg.attn_dim)
+        self.f_beta = nn.Linear(H, 1)
+        self.decoder = nn.LSTMCell(emb + C, H)
+        self.L_h = nn.Linear(H, emb, bias=False)
+        self.L_z = nn.Linear(C, emb, bias=False)
+        self.out_bias = nn.Parameter(torch.zeros(cfg.vocab))
+        self.drop = nn.Dropout(cfg.dropout)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        for name, p in self.named_parameters():
+            if "bias" in name:
+                nn.init.zeros_(p)
+            elif name == "embed.weight":
+                nn.init.normal_(p, 0.0, self.cfg.emb ** -0.5)
+            elif "weight_hh" in name:
+                for chunk in p.data.chunk(4, 0):
+                    nn.init.orthogonal_(chunk)
+            else:
+                nn.init.xavier_uniform_(p)
+        with torch.no_grad():
+            self.embed.weight[PAD_ID].zero_()
+            self.decoder.bias_ih[self.cfg.hidden:2 * self.cfg.hidden].fill_(1.0)   # forget gate starts open
+
+    # ---- encoder side ---------------------------------------------------------------------
+    def encode(self, features, src_len=None) -> Encoded:
+        """features [B, G, C] (float) -> Encoded(memory, keys, mask, s0 = [h_0 ; c_0] [B, 2H])."""
+        features = features.float()
+        mean = features.mean(1)                                                   # [B, C]
+        s0 = torch.cat([torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean))], -1)
+        mask = torch.ones(features.shape[:2], dtype=torch.bool)
+        return Encoded(features, self.attn.precompute_keys(features), mask, s0)
+
+    # ---- one step ------------------------------------------------------------------------------
+    def _step(self, y_emb, h, c, enc: Encoded):
+        """y_emb [B, emb], h/c [B, H] -> logits [B, V], h, c, weights [B, G], scores [B, G]."""
+        scores = self.attn.scores(h, enc.keys)                                    # [B, G]
+        weights = torch.softmax(scores, -1)
+        context = self.attn.context(weights, enc.memory)                          # [B, C]
+        z = torch.sigmoid(self.f_beta(h)) * context                               # [B, C]
+        h, c = self.decoder(torch.cat([y_emb, z], -1), (h, c))
+        deep = y_emb + self.L_h(h) + self.L_z(z)                                  # [B, emb]
+        logits = F.linear(self.drop(deep), self.embed.weight, self.out_bias)
+        return logits, h, c, weights, scores
+
+    def decode_step(self, prev_tokens, s_prev, enc: Encoded):
+        """prev_tokens [B], s_prev [B, 2H] -> (logits [B, V], s [B, 2H], weights [B, G], scores [B, G])."""
+        H = self.cfg.hidden
+        y_emb = self.embed(prev_tokens)
+        logits, h, c, weights, scores = self._step(y_emb, s_prev[:, :H], s_prev[:, H:], enc)
+        return logits, torch.cat([h, c], -1), weights, scores
+
+    # ---- teacher forcing -------------------------------------------------------------------------
+    def forward(self, features, tgt_in):
+        """features [B, G, C], tgt_in [B, T] (BOS y_1..y_{T-1}) -> logits [B, T, V], alphas [B, T, G]."""
+        enc = self.encode(features)
+        H = self.cfg.hidden
+        h, c = enc.s0[:, :H], enc.s0[:, H:]
+        y_emb = self.drop(self.embed(tgt_in))                                     # [B, T, emb]
+        logits, alphas = [], []
+        for t in range(tgt_in.size(1)):
+            lg, h, c, a, _ = self._step(y_emb[:, t], h, c, enc)
+            logits.append(lg)
+            alphas.append(a)
+        return torch.stack(logits, 1), torch.stack(alphas, 1)
+
+    def loss(self, features, tgt_in, tgt_out):
+        """-> (total loss, CE summed, tokens) for tgt_out [B, T] PAD-padded (y_1..y_T, EOS)."""
+        logits, alphas = self(features, tgt_in)
+        mask = (tgt_out != PAD_ID).float()                                        # [B, T]
+        ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1),
+                             ignore_index=PAD_ID, reduction="sum")
+        tokens = mask.sum()
+        attention_total = (alphas * mask.unsqueeze(-1)).sum(1)                   # [B, G] sum over t
+        reg = ((1.0 - attention_total) ** 2).sum(1).mean()
+        return ce / tokens + self.cfg.alpha_c * reg, ce, tokens
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def _lengths(features, max_len):
+    return torch.zeros(features.size(0), dtype=torch.long), 0.0, max_len
+
+
+@torch.no_grad()
+def greedy_decode(model: ShowAttendTell, features, max_len: int = 30) -> List[List[int]]:
+    """features [B, G, C] -> B token-id lists (no BOS/EOS)."""
+    src_len, a, b = _lengths(features, max_len)
+    return seq2seq_rnn.greedy_decode(model, features, src_len, max_len_a=a, max_len_b=b)
+
+
+@torch.no_grad()
+def beam_search(model: ShowAttendTell, features, beam: int = 3, alpha: float = 1.0,
+                max_len: int = 30) -> List[List[int]]:
+    src_len, a, b = _lengths(features, max_len)
+    return seq2seq_rnn.beam_search(model, features, src_len, beam=beam, alpha=alpha, max_len_a=a, max_len_b=b)
+
+
+@torch.no_grad()
+def greedy_with_attention(model: ShowAttendTell, features, max_len: int = 30):
+    """One image: features [1, G, C] -> (tokens, weights [len, G], scores [len, G], logits [len, V]) of every step
+    up to and including EOS (for fixtures: the C++ compares each step)."""
+    model.eval()
+    enc = model.encode(features)
+    s = enc.s0
+    prev = torch.full((1,), BOS_ID, dtype=torch.long)
+    tokens, weights, scores, logits = [], [], [], []
+    for _ in range(max_len):
+        lg, s, w, sc = model.decode_step(prev, s, enc)
+        prev = lg.argmax(-1)
+        tokens.append(int(prev))
+        weights.append(w[0]); scores.append(sc[0]); logits.append(lg[0])
+        if int(prev) == EOS_ID:
+            break
+    return tokens, torch.stack(weights), torch.stack(scores), torch.stack(logits)

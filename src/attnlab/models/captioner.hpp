@@ -1,0 +1,110 @@
+#pragma once
+// Show, Attend and Tell (Xu et al. 2015) with soft attention, as trained by models/show_attend_tell.py (whose
+// docstring has the equations) and exported by models/export_caption.py: a MobileNetV2 grid of G annotations
+// a_i [C], an LSTM decoder with additive attention and a gating scalar.
+//
+//   init:    ā = mean_i a_i;  h_0 = tanh(W_h0 ā + b_h0);  c_0 = tanh(W_c0 ā + b_c0)          [H]
+//   step t:  e_t = v·tanh(W_q h_{t-1} + W_k a_i + b_k)   α_t = softmax(e_t)                   [G]
+//            β_t = σ(w_β·h_{t-1} + b_β)                 z_t = β_t Σ_i α_ti a_i                 [C]
+//            (h_t, c_t) = LSTM([E y_{t-1} ; z_t], (h_{t-1}, c_{t-1}))
+//            logits_t = E (E y_{t-1} + L_h h_t + L_z z_t) + b_o                                [V] (L_o tied to E)
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnlab/decode/search.hpp"
+#include "attnlab/models/mobilenet_v2.hpp"
+#include "attnlab/nn/attention.hpp"
+#include "attnlab/nn/linear.hpp"
+#include "attnlab/nn/rnn.hpp"
+#include "attnlab/tensor.hpp"
+
+namespace attnlab::gguf {
+class File;
+}
+
+namespace attnlab::models {
+
+struct CaptionerConfig {
+    int vocab = 0;           // V
+    int feature_size = 0;    // C
+    int grid_height = 0;     // the grid is grid_height × grid_width = G annotations, row-major
+    int grid_width = 0;
+    int embedding = 0;       // emb
+    int hidden = 0;          // H
+    int attention_dim = 0;   // A
+    int max_length = 30;     // default caption length limit (tokens, EOS excluded)
+
+    int grid() const { return grid_height * grid_width; }
+};
+
+struct CaptionDecoderWeights {
+    CaptionerConfig config;
+    nn::Linear embedding;          // E [V, emb] as a table; also L_o (tied), with bias b_o = out_bias [V]
+    nn::Linear init_h;             // [H, C]
+    nn::Linear init_c;             // [H, C]
+    nn::AttentionParams attention; // additive; query h [H], keys a_i [C]
+    nn::Linear f_beta;             // [1, H] + bias [1]
+    nn::LSTMCell decoder;          // input [emb + C], hidden H
+    nn::Linear L_h;                // [emb, H], no bias
+    nn::Linear L_z;                // [emb, C], no bias
+    int bos = 2, eos = 3;
+};
+
+// The decoder half of a file written by models/export_caption.py (or the fixture of models/golden_caption.py);
+// throws attnlab::Error on a file of another kind or shape.
+CaptionDecoderWeights load_caption_decoder(const gguf::File& file);
+
+struct CaptionEncoded {
+    Matrix annotations;          // a [G, C]
+    nn::PreparedKeys keys;       // W_k a_i + b_k [G, A]
+    Vector h0, c0;               // [H]
+};
+
+// annotations [G, C] -> keys and the initial state. Throws when the shape is not the model's [G, C] or a value
+// is not finite.
+CaptionEncoded caption_prepare(const CaptionDecoderWeights& model, Matrix annotations);
+
+// One step: token y_{t-1}, h_{t-1}, c_{t-1} [H] -> h_t, c_t [H] (must not alias the inputs), out.logits [V],
+// out.weights α_t [G], out.scores e_t [G].
+void caption_step(const CaptionDecoderWeights& model, const CaptionEncoded& encoded, int32_t token, const float* h,
+                  const float* c, float* h_out, float* c_out, decode::StepOutput& out);
+
+// Adapts the decoder and one image's grid to decode::search (source_length() = G).
+class CaptionDecoder : public decode::Decoder {
+public:
+    CaptionDecoder(const CaptionDecoderWeights& model, const CaptionEncoded& encoded) : model_(model), encoded_(encoded) {}
+    int bos() const override { return model_.bos; }
+    int eos() const override { return model_.eos; }
+    int source_length() const override { return model_.config.grid(); }
+    decode::StatePtr initial_state() const override;
+    decode::StatePtr step(const decode::DecoderState& state, int32_t token, decode::StepOutput& out) const override;
+
+private:
+    const CaptionDecoderWeights& model_;
+    const CaptionEncoded& encoded_;
+};
+
+// Search options for a caption of at most max_length tokens (0: the model's default), whatever the grid size.
+decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model, int beam, int max_length);
+
+// annotations [G, C] -> the best hypothesis (tokens without BOS/EOS, attention [tokens][G]).
+decode::Hypothesis caption_from_features(const CaptionDecoderWeights& model, const Matrix& annotations, int beam = 1,
+                                         int max_length = 0);
+
+// The whole captioner of one file: the decoder and, when the file has attnlab.mobilenet.* keys, the encoder.
+struct Captioner {
+    CaptionDecoderWeights decoder;
+    bool has_encoder = false;
+    MobileNetV2 encoder;
+};
+
+// Checks that the encoder's feature grid is the decoder's [G, C] (at the encoder's input size).
+Captioner load_captioner(const gguf::File& file);
+
+// rgba [height, width, 4] bytes (any size) -> preprocess (image::preprocess_rgba) -> encoder grid [G, C].
+// Throws attnlab::Error when the file has no encoder or the image size / byte count is bad.
+Matrix caption_encode(const Captioner& captioner, const uint8_t* rgba, std::size_t byte_count, int width, int height);
+
+}  // namespace attnlab::models

@@ -1,0 +1,204 @@
+// The Show-Attend-Tell decoder against PyTorch (models/show_attend_tell.py): a tiny trained f32 decoder and its
+// greedy/beam outputs on fixed annotation grids (fixture: models/golden_caption.py ->
+// tests/fixtures/caption/decoder.gguf). The encoder is not in the fixture: grids go in through
+// caption_from_features / caption_prepare.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "attnlab/error.hpp"
+#include "attnlab/io/gguf.hpp"
+#include "attnlab/models/captioner.hpp"
+#include "test_support.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+const gguf::File& caption_fixture() {
+    static const gguf::File file = gguf::File::open(test::source_path("tests/fixtures/caption/decoder.gguf"));
+    return file;
+}
+
+Matrix fixture_grid(const gguf::File& file, int n, const models::CaptionerConfig& c) {
+    return file.load_f32<2>("fixture." + std::to_string(n) + ".features", {c.grid(), c.feature_size});
+}
+
+}  // namespace
+
+TEST_CASE("captioner: the fixture decoder loads with the exported sizes") {
+    const models::CaptionDecoderWeights model = models::load_caption_decoder(caption_fixture());
+    CHECK(model.config.vocab == 40);
+    CHECK(model.config.grid_height == 2);
+    CHECK(model.config.grid_width == 3);
+    CHECK(model.config.feature_size == 48);
+    CHECK(model.config.hidden == 24);
+    CHECK(model.bos == 2);
+    CHECK(model.eos == 3);
+}
+
+TEST_CASE("captioner: every greedy step matches PyTorch (logits, attention scores and weights)") {
+    const gguf::File& file = caption_fixture();
+    const models::CaptionDecoderWeights model = models::load_caption_decoder(file);
+    const int count = static_cast<int>(file.get_u32("fixture.count"));
+    REQUIRE(count >= 2);
+    const int G = model.config.grid(), V = model.config.vocab, H = model.config.hidden;
+    for (int n = 0; n < count; ++n) {
+        CAPTURE(n);
+        const std::string p = "fixture." + std::to_string(n) + ".";
+        const std::vector<int32_t> tokens = file.get_i32_array(p + "greedy_tokens");
+        const std::vector<float> weights = file.load_f32_flat(p + "greedy_weights");
+        const std::vector<float> scores = file.load_f32_flat(p + "greedy_scores");
+        const std::vector<float> logits = file.load_f32_flat(p + "greedy_logits");
+        REQUIRE(weights.size() == tokens.size() * G);
+        REQUIRE(logits.size() == tokens.size() * V);
+
+        // Step by step, feeding PyTorch's tokens: each step's outputs are compared on their own.
+        const models::CaptionEncoded encoded = models::caption_prepare(model, fixture_grid(file, n, model.config));
+        std::vector<float> h(encoded.h0.begin(), encoded.h0.end()), c(encoded.c0.begin(), encoded.c0.end());
+        std::vector<float> h_next(H), c_next(H);
+        int32_t previous = model.bos;
+        for (std::size_t t = 0; t < tokens.size(); ++t) {
+            CAPTURE(t);
+            decode::StepOutput out;
+            models::caption_step(model, encoded, previous, h.data(), c.data(), h_next.data(), c_next.data(), out);
+            test::check_close(out.logits.data(), logits.data() + t * V, V, 1e-5f, 1e-5f, "logits");
+            test::check_close(out.weights.data(), weights.data() + t * G, G, 1e-5f, 0.0f, "weights");
+            test::check_close(out.scores.data(), scores.data() + t * G, G, 1e-5f, 1e-5f, "scores");
+            h.swap(h_next);
+            c.swap(c_next);
+            previous = tokens[t];
+        }
+
+        // The search returns the same tokens (EOS stripped) and one attention row per returned token.
+        const decode::Hypothesis greedy = models::caption_from_features(model, fixture_grid(file, n, model.config), 1);
+        std::vector<int32_t> expected = tokens;
+        if (!expected.empty() && expected.back() == model.eos) expected.pop_back();
+        CHECK(greedy.tokens == expected);
+        REQUIRE(greedy.attention.size() == expected.size());
+        for (std::size_t t = 0; t < expected.size(); ++t)
+            test::check_close(greedy.attention[t].data(), weights.data() + t * G, G, 1e-5f, 0.0f, "search attention");
+    }
+}
+
+TEST_CASE("captioner: beam search gives PyTorch's tokens for beams 2, 3 and 5") {
+    const gguf::File& file = caption_fixture();
+    const models::CaptionDecoderWeights model = models::load_caption_decoder(file);
+    const int count = static_cast<int>(file.get_u32("fixture.count"));
+    int differs_from_greedy = 0;
+    for (int n = 0; n < count; ++n) {
+        const Matrix grid = fixture_grid(file, n, model.config);
+        const decode::Hypothesis greedy = models::caption_from_features(model, grid, 1);
+        for (int beam : {2, 3, 5}) {
+            CAPTURE(n);
+            CAPTURE(beam);
+            const std::vector<int32_t> expected =
+                file.get_i32_array("fixture." + std::to_string(n) + ".beam" + std::to_string(beam) + "_tokens");
+            const decode::Hypothesis best = models::caption_from_features(model, grid, beam);
+            CHECK(best.tokens == expected);
+            CHECK(best.attention.size() == best.tokens.size());
+            if (best.tokens != greedy.tokens) ++differs_from_greedy;
+        }
+    }
+    CHECK(differs_from_greedy > 0);   // the fixture really exercises the beam, not just greedy twice
+}
+
+TEST_CASE("captioner: bad grids, tokens and options are attnlab::Error") {
+    const gguf::File& file = caption_fixture();
+    const models::CaptionDecoderWeights model = models::load_caption_decoder(file);
+    const models::CaptionerConfig& c = model.config;
+    CHECK_THROWS_AS(models::caption_prepare(model, Matrix::from_shape({std::size_t(c.grid() + 1), std::size_t(c.feature_size)})),
+                    Error);
+    CHECK_THROWS_AS(models::caption_prepare(model, Matrix::from_shape({std::size_t(c.grid()), std::size_t(c.feature_size - 1)})),
+                    Error);
+    Matrix bad = fixture_grid(file, 0, c);
+    bad(1, 2) = std::numeric_limits<float>::quiet_NaN();
+    CHECK_THROWS_AS(models::caption_prepare(model, bad), Error);
+
+    const models::CaptionEncoded encoded = models::caption_prepare(model, fixture_grid(file, 0, c));
+    std::vector<float> h(c.hidden), cc(c.hidden);
+    decode::StepOutput out;
+    CHECK_THROWS_AS(models::caption_step(model, encoded, c.vocab, encoded.h0.data(), encoded.c0.data(), h.data(), cc.data(), out),
+                    Error);
+    CHECK_THROWS_AS(models::caption_step(model, encoded, -1, encoded.h0.data(), encoded.c0.data(), h.data(), cc.data(), out),
+                    Error);
+    CHECK_THROWS_AS(models::caption_from_features(model, fixture_grid(file, 0, c), 0), Error);
+    CHECK_THROWS_AS(models::caption_from_features(model, fixture_grid(file, 0, c), 1, -1), Error);
+    CHECK_THROWS_AS(models::caption_from_features(model, fixture_grid(file, 0, c), 1, 100000), Error);
+
+    // A caption limit shorter than the caption cuts it.
+    const decode::Hypothesis cut = models::caption_from_features(model, fixture_grid(file, 0, c), 1, 2);
+    CHECK(cut.tokens.size() == 2);
+}
+
+TEST_CASE("captioner: a translation model or a fixture of another kind is rejected with a message") {
+    const gguf::File other = gguf::File::open(test::source_path("tests/fixtures/layers/rnn.gguf"));
+    CHECK_THROWS_WITH_AS(models::load_caption_decoder(other), doctest::Contains("not a captioner"), Error);
+}
+
+// ---- the engine API (attnlab::Model) on a complete decoder-only model file ---------------------------------------
+#include "attnlab/attnlab.hpp"
+
+namespace {
+
+const Model& tiny_model() {
+    static const Model model = Model::open(test::source_path("tests/fixtures/caption/tiny_model.gguf"));
+    return model;
+}
+
+}  // namespace
+
+TEST_CASE("captioner API: caption_features gives PyTorch's ids and sentencepiece's text, greedy and beam 3") {
+    const Model& model = tiny_model();
+    CHECK(model.task() == "caption");
+    CHECK(model.architecture() == "attnlab.captioner");
+    const gguf::File& file = model.file();
+    const std::vector<float> features = file.load_f32_flat("fixture.features");
+    const int G = 6, C = 48;
+    REQUIRE(features.size() == std::size_t(G * C));
+    for (int beam : {1, 3}) {
+        CAPTURE(beam);
+        const std::string key = beam == 1 ? "fixture.greedy_" : "fixture.beam3_";
+        CaptionOptions options;
+        options.beam = beam;
+        const Caption caption = model.caption_features(features.data(), G, C, options);
+        CHECK(caption.ids == file.get_i32_array(key + "ids"));
+        CHECK(caption.text == file.get_string(key + "text"));
+        CHECK(caption.tokens.size() == caption.ids.size());
+        CHECK(caption.grid_height == 2);
+        CHECK(caption.grid_width == 3);
+        REQUIRE(caption.attention.size() == caption.ids.size() * G);
+        for (std::size_t t = 0; t < caption.ids.size(); ++t) {   // each row is a softmax over the grid
+            double sum = 0;
+            for (int g = 0; g < G; ++g) sum += caption.attention[t * G + g];
+            CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+        }
+    }
+}
+
+TEST_CASE("captioner API: wrong inputs and wrong tasks are clear errors") {
+    const Model& model = tiny_model();
+    const std::vector<float> features = model.file().load_f32_flat("fixture.features");
+    CHECK_THROWS_WITH_AS(model.caption_features(features.data(), 5, 48), doctest::Contains("expects 6 × 48"), Error);
+    CHECK_THROWS_AS(model.caption_features(nullptr, 6, 48), Error);
+    CaptionOptions bad;
+    bad.beam = 0;
+    CHECK_THROWS_AS(model.caption_features(features.data(), 6, 48, bad), Error);
+    // This file has no encoder: an image cannot be captioned, and the message says why.
+    const std::vector<uint8_t> rgba(8 * 8 * 4, 128);
+    CHECK_THROWS_WITH_AS(model.caption(rgba.data(), 8, 8), doctest::Contains("no image encoder"), Error);
+    CHECK_THROWS_AS(model.caption(rgba.data(), 0, 8), Error);
+    CHECK_THROWS_WITH_AS(model.translate("a dog"), doctest::Contains("cannot translate"), Error);
+
+    const Model translator = Model::open(test::source_path("tests/fixtures/transformer/tiny.gguf"));
+    CHECK_THROWS_WITH_AS(translator.caption(rgba.data(), 8, 8), doctest::Contains("cannot caption"), Error);
+    CHECK_THROWS_WITH_AS(translator.caption_features(features.data(), 6, 48), doctest::Contains("cannot caption"), Error);
+}
+
+TEST_CASE("captioner API: an image side beyond the limit is rejected before any allocation") {
+    const std::vector<uint8_t> rgba(16, 0);
+    CHECK_THROWS_WITH_AS(tiny_model().caption(rgba.data(), 1 << 20, 1 << 20), doctest::Contains("too large"), Error);
+}

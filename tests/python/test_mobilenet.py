@@ -1,0 +1,124 @@
+"""MobileNetV2 conversion (models/tflite_mobilenet.py, models/mobilenet_v2.py, models/export_mobilenet.py).
+
+    /usr/bin/python3 -m unittest discover -s tests/python -t . -p 'test_mobilenet.py'
+
+The padding and resize tests need nothing but torch; the conversion tests read ../shared/data/mobilenet and the
+Flickr8k photos named in tests/fixtures/mobilenet/dog_check.json (ids only), and are skipped without them.
+"""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "models"))
+
+import mobilenet_v2 as mnv2  # noqa: E402
+
+FIXTURE = os.path.join(ROOT, "tests", "fixtures", "mobilenet", "dog_check.json")
+DATA = os.path.join(ROOT, "..", "shared", "data")
+HAVE_DATA = os.path.exists(os.path.join(DATA, "mobilenet", "mobilenet_v2_1.0_224_quant.tflite")) and \
+    os.path.isdir(os.path.join(DATA, "flickr8k", "images"))
+
+torch.set_num_threads(1)
+_model = None
+
+
+def model():
+    global _model
+    if _model is None:
+        _model = mnv2.load_mobilenet_v2()
+    return _model
+
+
+class Padding(unittest.TestCase):
+    def test_tf_same(self):
+        self.assertEqual(mnv2.same_padding(224, 3, 2), (0, 1))  # the extra pixel goes bottom/right
+        self.assertEqual(mnv2.same_padding(7, 3, 2), (1, 1))
+        self.assertEqual(mnv2.same_padding(14, 3, 1), (1, 1))
+        self.assertEqual(mnv2.same_padding(7, 1, 1), (0, 0))
+
+    def test_stride2_conv_matches_tf_same_by_hand(self):
+        # 4x4 ramp, 3x3 ones, stride 2: windows start at 0 and 2 (no top/left padding)
+        spec = {"kind": "conv", "kernel": 3, "stride": 2, "padding": "same", "activation": "none", "residual": -1,
+                "in_channels": 1, "out_channels": 1, "weight": np.ones((1, 3, 3, 1), np.float32),
+                "bias": np.zeros(1, np.float32)}
+        layer = mnv2.ConvLayer(spec)
+        x = torch.arange(1, 17, dtype=torch.float32).reshape(1, 1, 4, 4)
+        y = layer(x)[0, 0]
+        self.assertEqual(y.tolist(), [[54.0, 45.0], [72.0, 54.0]])
+        np.testing.assert_array_equal(layer.tflite_weight(), spec["weight"])
+
+
+class Resize(unittest.TestCase):
+    def test_matches_torch_bilinear_half_pixel(self):
+        rng = np.random.default_rng(0)
+        for h, w in [(300, 451), (37, 23), (500, 224), (224, 224), (100, 100)]:
+            image = rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+            ours = mnv2.resize_bilinear(image)
+            theirs = F.interpolate(torch.from_numpy(image.astype(np.float32)).permute(2, 0, 1)[None], size=(224, 224),
+                                   mode="bilinear", align_corners=False, antialias=False)[0].permute(1, 2, 0).numpy()
+            # Same method; torch rounds the source coordinate (up to ~450, float32 ulp 3e-5) differently, which
+            # moves an interpolated value by up to 255 * 3e-5 ~ 0.008 of a pixel level. A different method (align
+            # corners, pixel centres, antialias) would differ by whole levels.
+            np.testing.assert_allclose(ours, theirs, atol=1e-2, err_msg=f"{h}x{w}")
+
+    def test_normalization_and_alpha(self):
+        image = np.zeros((224, 224, 4), np.uint8)
+        image[..., 0], image[..., 1], image[..., 2], image[..., 3] = 0, 255, 128, 7
+        x = mnv2.preprocess(image)
+        self.assertEqual(x.shape, (224, 224, 3))
+        np.testing.assert_allclose(x[0, 0], [-1.0, 1.0, 128 / 127.5 - 1], rtol=0, atol=1e-7)
+
+
+@unittest.skipUnless(HAVE_DATA, "../shared/data (MobileNetV2 TFLite file, Flickr8k photos) is not available")
+class Conversion(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(FIXTURE, encoding="utf-8") as f:
+            cls.fixture = json.load(f)
+
+    def _run(self, ids):
+        x = mnv2.to_tensor([mnv2.preprocess(mnv2.load_image(os.path.join(DATA, "flickr8k", "images", i))) for i in ids])
+        with torch.no_grad():
+            return model().logits(x)
+
+    def test_dog_images_get_dog_classes(self):
+        sample = self.fixture["sample"]
+        lo, hi = self.fixture["dog_labels"]
+        logits = torch.cat([self._run([s["id"] for s in sample[i:i + 20]]) for i in range(0, len(sample), 20)])
+        top5 = torch.topk(logits, 5, dim=1).indices.tolist()
+        dogs = sum(any(lo <= c <= hi for c in t) for t in top5)
+        self.assertGreaterEqual(dogs / len(sample), 0.8, f"{dogs}/{len(sample)} dog images have a dog class in the top 5")
+        self.assertGreaterEqual(self.fixture["full_run"]["percent"], 80.0)
+        for s, t in zip(sample, top5):  # same classes as when the fixture was made (order may swap on near-ties)
+            self.assertGreaterEqual(len(set(s["top5"]) & set(t)), 4, s["id"])
+
+    def test_float_logits(self):
+        rows = self.fixture["logits"]
+        logits = self._run([r["id"] for r in rows]).numpy()
+        for row, ours in zip(rows, logits):
+            np.testing.assert_allclose(ours, np.asarray(row["logits"], np.float32), atol=2e-4, err_msg=row["id"])
+
+    def test_gguf_roundtrip(self):
+        import export_mobilenet
+        from skimage import data
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.gguf")
+            export_mobilenet.export(path, dtype="f16", model=model())
+            loaded = export_mobilenet.load_from_gguf(path)
+        x = mnv2.to_tensor([mnv2.preprocess(data.chelsea())])
+        with torch.no_grad():
+            a, b = model().logits(x), loaded.logits(x)
+        self.assertLess(float((a - b).abs().max()), 0.05)  # f16 weights
+        self.assertEqual(int(a.argmax()), int(b.argmax()))
+        self.assertEqual(int(a.argmax()), 286)  # Egyptian cat
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,80 @@
+"""models/show_attend_tell.py and models/flickr8k.py: the loss terms against hand-computed values, the search against
+a brute-force decode, and the caption cleaning / BLEU helper.
+
+    /usr/bin/python3 -m unittest discover -s tests/python -p 'test_show_attend_tell.py'
+"""
+import os
+import sys
+import unittest
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
+
+import flickr8k  # noqa: E402
+import show_attend_tell as sat  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+def tiny():
+    torch.manual_seed(0)
+    cfg = sat.Config(vocab=30, feature_dim=16, grid=6, emb=8, hidden=12, attn_dim=10, dropout=0.0, alpha_c=0.7)
+    return sat.ShowAttendTell(cfg).eval(), cfg
+
+
+class Decoder(unittest.TestCase):
+    def test_loss_is_cross_entropy_plus_doubly_stochastic_term(self):
+        model, cfg = tiny()
+        feats = torch.rand(2, cfg.grid, cfg.feature_dim)
+        tgt_in = torch.tensor([[2, 5, 6, 7], [2, 9, 0, 0]])
+        tgt_out = torch.tensor([[5, 6, 7, 3], [9, 3, 0, 0]])
+        loss, ce, tokens = model.loss(feats, tgt_in, tgt_out)
+        logits, alphas = model(feats, tgt_in)
+        logp = torch.log_softmax(logits, -1)
+        expected_ce, reg = 0.0, 0.0
+        for b, length in ((0, 4), (1, 2)):
+            expected_ce -= sum(float(logp[b, t, tgt_out[b, t]]) for t in range(length))
+            reg += float(((1 - alphas[b, :length].sum(0)) ** 2).sum())
+        self.assertEqual(int(tokens), 6)
+        self.assertAlmostEqual(float(ce), expected_ce, places=4)
+        self.assertAlmostEqual(float(loss), expected_ce / 6 + cfg.alpha_c * reg / 2, places=4)
+
+    def test_teacher_forcing_equals_stepwise_decoding(self):
+        model, cfg = tiny()
+        feats = torch.rand(1, cfg.grid, cfg.feature_dim)
+        tgt_in = torch.tensor([[2, 11, 12, 13]])
+        logits, alphas = model(feats, tgt_in)
+        enc = model.encode(feats)
+        s = enc.s0
+        for t in range(tgt_in.size(1)):
+            lg, s, w, _ = model.decode_step(tgt_in[:, t], s, enc)
+            torch.testing.assert_close(lg, logits[:, t])
+            torch.testing.assert_close(w, alphas[:, t])
+
+    def test_greedy_matches_its_own_steps_and_beam_is_at_least_as_likely(self):
+        model, cfg = tiny()
+        feats = torch.rand(3, cfg.grid, cfg.feature_dim) * 3
+        greedy = sat.greedy_decode(model, feats, max_len=8)
+        for b in range(3):
+            tokens, weights, _, _ = sat.greedy_with_attention(model, feats[b:b + 1], max_len=8)
+            self.assertEqual(greedy[b], [t for t in tokens if t != sat.EOS_ID])
+            torch.testing.assert_close(weights.sum(-1), torch.ones(len(tokens)))
+        self.assertEqual(sat.beam_search(model, feats, beam=1, max_len=8), greedy)
+
+
+class Flickr8k(unittest.TestCase):
+    def test_clean_caption(self):
+        self.assertEqual(flickr8k.clean_caption("A  Dog runs through the grass ."), "a dog runs through the grass")
+        self.assertEqual(flickr8k.clean_caption("Two dogs play."), "two dogs play")
+
+    def test_bleu_1_to_4(self):
+        refs = [["a dog runs on the grass"], ["the dog runs on grass"]]
+        self.assertEqual([round(x, 6) for x in flickr8k.bleu_1_to_4(["a dog runs on the grass"], refs)], [100.0] * 4)
+        b1, _, _, b4 = flickr8k.bleu_1_to_4(["a cat sleeps"], refs)
+        self.assertGreater(b1, 0)
+        self.assertEqual(b4, 0.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
