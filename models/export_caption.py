@@ -27,7 +27,6 @@ Metadata keys:
     attnlab.training_seconds / attnlab.dev_bleu4   for the model card
     tokenizer.target.*                     models/tokenizer_gguf.py (flickr8k.en)
 """
-import argparse
 import os
 import sys
 
@@ -37,8 +36,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from export_common import (EXPORT_DTYPES, add_model_identity, add_state_dict, add_training_metadata,  # noqa: E402
-                           check_export_dtype)
+from export_common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,  # noqa: E402
+                           export_parser, report_written)
 from gguf_writer import GGUFWriter  # noqa: E402
 import show_attend_tell as sat  # noqa: E402
 from tokenizer_gguf import add_tokenizer  # noqa: E402
@@ -92,15 +91,12 @@ def export(checkpoint, dtype, out, root=ROOT, with_encoder=True):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--dtype", default="f16", choices=EXPORT_DTYPES)
-    ap.add_argument("--out", required=True)
+    ap = export_parser(__doc__)
     ap.add_argument("--no-encoder", action="store_true", help="decoder + tokenizer only (engine: caption_from_features)")
     ap.add_argument("--root", default=ROOT)
     args = ap.parse_args(argv)
     counts = export(args.checkpoint, args.dtype, args.out, args.root, with_encoder=not args.no_encoder)
-    print(f"wrote {args.out}: {os.path.getsize(args.out) / 1e6:.2f} MB, decoder tensors by type {counts}")
+    report_written(args.out, counts, "decoder tensors")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ Metadata keys:
     attnlab.training_seconds / attnlab.val_bleu   for the model card
     tokenizer.source.* / tokenizer.target.*       models/tokenizer_gguf.py
 """
-import argparse
 import os
 import sys
 
@@ -36,6 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from export_common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,  # noqa: E402
+                           translator_export_command)
 from gguf_writer import GGUFWriter  # noqa: E402
 from seq2seq_rnn import Config  # noqa: E402
 from tokenizer_gguf import add_tokenizer  # noqa: E402
@@ -43,28 +44,14 @@ from tokenizer_gguf import add_tokenizer  # noqa: E402
 ARCH = "attnlab.bahdanau"
 
 
-def tensor_dtype(array, dtype):
-    """Storage type of one tensor under the --dtype policy."""
-    if array.ndim < 2:
-        return "f32"
-    if dtype == "q8_0" and array.shape[-1] % 32 != 0:
-        return "f16"
-    return dtype
-
-
 def export(checkpoint, dtype, out, root=ROOT):
-    if dtype not in ("f32", "f16", "q8_0"):
-        raise ValueError(f"--dtype must be f32, f16 or q8_0, got {dtype!r}")
+    check_export_dtype(dtype)
     ck = torch.load(checkpoint, map_location="cpu")
     cfg = Config(**ck["config"])
     meta = ck["meta"]
-    state = ck.get("state", {})
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     w = GGUFWriter(out, architecture=ARCH)
-    w.add_string("general.name", f"bahdanau-{meta['pair']}-{cfg.score}")
-    w.add_string("attnlab.task", "translate")
-    w.add_string("attnlab.source_language", meta["src_lang"])
-    w.add_string("attnlab.target_language", meta["tgt_lang"])
+    add_model_identity(w, f"bahdanau-{meta['pair']}-{cfg.score}", "translate", meta["src_lang"], meta["tgt_lang"])
     p = ARCH + "."
     w.add_uint32(p + "source_vocab_size", cfg.src_vocab)
     w.add_uint32(p + "target_vocab_size", cfg.tgt_vocab)
@@ -76,16 +63,8 @@ def export(checkpoint, dtype, out, root=ROOT):
     w.add_string(p + "deep_output_activation", "tanh")
     w.add_bool(p + "tied_output", True)
     w.add_bool(p + "source_add_eos", bool(meta.get("source_add_eos", True)))
-    if "train_seconds" in state:
-        w.add_float32("attnlab.training_seconds", float(state["train_seconds"]))
-    if "best_bleu" in state:
-        w.add_float32("attnlab.val_bleu", float(state["best_bleu"]))
-    counts = {}
-    for name, tensor in ck["model"].items():
-        array = tensor.float().numpy()
-        t = tensor_dtype(array, dtype)
-        counts[t] = counts.get(t, 0) + 1
-        w.add_tensor(name, array, dtype=t)
+    add_training_metadata(w, ck.get("state"))
+    counts = add_state_dict(w, ck["model"], dtype)
     add_tokenizer(w, os.path.join(root, meta["src_spm"]), "source")
     add_tokenizer(w, os.path.join(root, meta["tgt_spm"]), "target")
     w.write()
@@ -93,15 +72,7 @@ def export(checkpoint, dtype, out, root=ROOT):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--dtype", default="f16", choices=["f32", "f16", "q8_0"])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--root", default=ROOT, help="repository root the tokenizer paths are relative to")
-    args = ap.parse_args(argv)
-    counts = export(args.checkpoint, args.dtype, args.out, args.root)
-    size = os.path.getsize(args.out)
-    print(f"wrote {args.out}: {size / 1e6:.2f} MB, tensors by type {counts}")
+    translator_export_command(argv, __doc__, export, ROOT)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ Metadata keys (docs/gguf.md, "Transformer"):
         .tied_output (true), .source_add_eos (true)
     attnlab.training_seconds / attnlab.val_bleu (when known), tokenizer.source.* / tokenizer.target.*
 """
-import argparse
 import os
 import sys
 
@@ -32,6 +31,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from export_common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,  # noqa: E402
+                           translator_export_command)
 from gguf_writer import GGUFWriter  # noqa: E402
 from tokenizer_gguf import add_tokenizer  # noqa: E402
 from transformer import Config  # noqa: E402
@@ -39,23 +40,11 @@ from transformer import Config  # noqa: E402
 ARCH = "attnlab.transformer"
 
 
-def tensor_dtype(array, dtype):
-    if array.ndim < 2:
-        return "f32"
-    if dtype == "q8_0" and array.shape[-1] % 32 != 0:
-        return "f16"
-    return dtype
-
-
 def build_writer(out, cfg: Config, state_dict, meta, dtype, src_spm, tgt_spm, name=None, state=None):
     """A GGUFWriter holding the model (not yet written: callers may add tensors), and tensor counts by type."""
-    if dtype not in ("f32", "f16", "q8_0"):
-        raise ValueError(f"dtype must be f32, f16 or q8_0, got {dtype!r}")
+    check_export_dtype(dtype, "dtype")
     w = GGUFWriter(out, architecture=ARCH)
-    w.add_string("general.name", name or f"transformer-{meta['pair']}")
-    w.add_string("attnlab.task", "translate")
-    w.add_string("attnlab.source_language", meta["src_lang"])
-    w.add_string("attnlab.target_language", meta["tgt_lang"])
+    add_model_identity(w, name or f"transformer-{meta['pair']}", "translate", meta["src_lang"], meta["tgt_lang"])
     p = ARCH + "."
     for key, value in (("source_vocab_size", cfg.src_vocab), ("target_vocab_size", cfg.tgt_vocab),
                        ("d_model", cfg.d_model), ("heads", cfg.heads), ("encoder_layers", cfg.enc_layers),
@@ -69,17 +58,8 @@ def build_writer(out, cfg: Config, state_dict, meta, dtype, src_spm, tgt_spm, na
     w.add_string(p + "embedding_scale", "sqrt_d_model")
     w.add_bool(p + "tied_output", True)
     w.add_bool(p + "source_add_eos", bool(meta.get("source_add_eos", True)))
-    state = state or {}
-    if "train_seconds" in state:
-        w.add_float32("attnlab.training_seconds", float(state["train_seconds"]))
-    if state.get("best_bleu", -1) >= 0:
-        w.add_float32("attnlab.val_bleu", float(state["best_bleu"]))
-    counts = {}
-    for tname, tensor in state_dict.items():
-        array = tensor.float().numpy()
-        t = tensor_dtype(array, dtype)
-        counts[t] = counts.get(t, 0) + 1
-        w.add_tensor(tname, array, dtype=t)
+    add_training_metadata(w, state)
+    counts = add_state_dict(w, state_dict, dtype)
     add_tokenizer(w, src_spm, "source")
     add_tokenizer(w, tgt_spm, "target")
     return w, counts
@@ -97,14 +77,7 @@ def export(checkpoint, dtype, out, root=ROOT):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--dtype", default="f16", choices=["f32", "f16", "q8_0"])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--root", default=ROOT, help="repository root the tokenizer paths are relative to")
-    args = ap.parse_args(argv)
-    counts = export(args.checkpoint, args.dtype, args.out, args.root)
-    print(f"wrote {args.out}: {os.path.getsize(args.out) / 1e6:.2f} MB, tensors by type {counts}")
+    translator_export_command(argv, __doc__, export, ROOT)
 
 
 if __name__ == "__main__":

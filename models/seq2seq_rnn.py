@@ -41,15 +41,19 @@ at inference and never changes the equations above.
 from __future__ import annotations
 
 import math
+import os
+import sys
 from dataclasses import dataclass, asdict
-from typing import List, Optional, Tuple
+from typing import List
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import decoding  # noqa: E402
+from decoding import BOS_ID, EOS_ID, PAD_ID, UNK_ID  # noqa: E402,F401  (one definition for all models)
 try:
     from attention import Attention, SCORES
 except ImportError:  # imported as models.seq2seq_rnn
@@ -181,37 +185,14 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-# ---- search --------------------------------------------------------------------------------
-def _strip(seq: List[int]) -> List[int]:
-    out = []
-    for t in seq:
-        if t == EOS_ID:
-            break
-        out.append(t)
-    return out
-
-
+# ---- search (the shared bookkeeping is models/decoding.py's; the C++ engine mirrors it) ------------------
 @torch.no_grad()
 def greedy_decode(model: Seq2SeqRNN, src, src_len, max_len_a=1.5, max_len_b=10) -> List[List[int]]:
     """src [B,S] -> list of B token-id lists (no BOS/EOS)."""
     model.eval()
     enc = model.encode(src, src_len)
-    B = src.size(0)
-    max_len = int(max_len_a * int(src_len.max()) + max_len_b)
-    prev = torch.full((B,), BOS_ID, dtype=torch.long)
-    s = enc.s0
-    done = torch.zeros(B, dtype=torch.bool)
-    out = []
-    for _ in range(max_len):
-        logits, s, _, _ = model.decode_step(prev, s, enc)
-        prev = logits.argmax(-1)
-        out.append(prev)
-        done |= prev == EOS_ID
-        if bool(done.all()):
-            break
-    seqs = torch.stack(out, 1).tolist()
-    limits = (max_len_a * src_len.float() + max_len_b).long().tolist()
-    return [_strip(seq)[:lim] for seq, lim in zip(seqs, limits)]
+    return decoding.greedy_search(lambda prev, s: model.decode_step(prev, s, enc), enc.s0, src_len,
+                                  max_len_a, max_len_b)
 
 
 @torch.no_grad()
@@ -224,64 +205,8 @@ def beam_search(model: Seq2SeqRNN, src, src_len, beam=5, alpha=1.0,
     """
     model.eval()
     B = src.size(0)
-    K = beam
     enc = model.encode(src, src_len)
-    enc = enc.index_select(torch.arange(B).repeat_interleave(K))
-    s = enc.s0                                                                   # [B*K,H]
-    prev = torch.full((B * K,), BOS_ID, dtype=torch.long)
-    beam_scores = torch.zeros(B, K)
-    beam_scores[:, 1:] = float("-inf")          # all beams start identical: expand beam 0 only
-    history = torch.zeros(B * K, 0, dtype=torch.long)
-    max_lens = (max_len_a * src_len.float() + max_len_b).long().tolist()
-    finished: List[List[Tuple[float, List[int]]]] = [[] for _ in range(B)]
-    done = [False] * B
-    for step in range(max(max_lens)):
-        logits, s, _, _ = model.decode_step(prev, s, enc)
-        logp = torch.log_softmax(logits.float(), dim=-1)                        # [B*K,V]
-        V = logp.size(-1)
-        cand = (beam_scores.view(-1, 1) + logp).view(B, K * V)
-        top_scores, top_idx = cand.topk(2 * K, dim=-1)                           # [B,2K]
-        top_scores, top_idx = top_scores.tolist(), top_idx.tolist()
-        new_beam_src, new_tokens, new_scores = [], [], []
-        for b in range(B):
-            chosen = []
-            if not done[b]:
-                for sc, idx in zip(top_scores[b], top_idx[b]):
-                    if sc == float("-inf"):
-                        break
-                    k, tok = divmod(idx, V)
-                    if tok == EOS_ID or step + 1 >= max_lens[b]:
-                        if len(finished[b]) < K:
-                            seq = history[b * K + k].tolist()
-                            if tok != EOS_ID:
-                                seq.append(tok)
-                            finished[b].append((sc / float(step + 1) ** alpha, seq))
-                    else:
-                        chosen.append((k, tok, sc))
-                    if len(chosen) == K:
-                        break
-                if len(finished[b]) >= K or step + 1 >= max_lens[b]:
-                    done[b] = True
-            if done[b] or not chosen:
-                done[b] = True
-                chosen = [(0, PAD_ID, float("-inf"))] * K
-            while len(chosen) < K:
-                chosen.append((chosen[0][0], PAD_ID, float("-inf")))
-            for k, tok, sc in chosen:
-                new_beam_src.append(b * K + k)
-                new_tokens.append(tok)
-                new_scores.append(sc)
-        if all(done):
-            break
-        sel = torch.tensor(new_beam_src)
-        prev = torch.tensor(new_tokens)
-        history = torch.cat([history.index_select(0, sel), prev.unsqueeze(1)], 1)
-        s = s.index_select(0, sel)
-        beam_scores = torch.tensor(new_scores).view(B, K)
-    results = []
-    for b in range(B):
-        if not finished[b]:
-            results.append([])
-            continue
-        results.append(max(finished[b], key=lambda x: x[0])[1])
-    return results
+    enc = enc.index_select(torch.arange(B).repeat_interleave(beam))   # fixed per row: only s is reordered
+    return decoding.beam_search(lambda prev, s: model.decode_step(prev, s, enc), enc.s0,
+                                lambda s, rows: s.index_select(0, rows), src_len, beam=beam, alpha=alpha,
+                                max_len_a=max_len_a, max_len_b=max_len_b)

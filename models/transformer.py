@@ -30,14 +30,17 @@ projected once per sentence. Attention tensors returned: encoder self [L][H][S][
 from __future__ import annotations
 
 import math
+import os
+import sys
 from dataclasses import asdict, dataclass
-from typing import List, Optional, Tuple
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import decoding  # noqa: E402
+from decoding import BOS_ID, EOS_ID, PAD_ID, UNK_ID  # noqa: E402,F401  (one definition for all models)
 
 
 @dataclass
@@ -257,16 +260,7 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-# ---- search (same semantics as models/seq2seq_rnn.py and src/attnlab/decode/search.cpp) --------------
-def _strip(seq: List[int]) -> List[int]:
-    out = []
-    for t in seq:
-        if t == EOS_ID:
-            break
-        out.append(t)
-    return out
-
-
+# ---- search (models/decoding.py's bookkeeping, the same as seq2seq_rnn.py's and src/attnlab/decode/search.cpp's) ---
 @torch.no_grad()
 def greedy_decode(model: Transformer, src, src_len, max_len_a=1.5, max_len_b=10, return_attention=False):
     """src [B,S] (PAD-padded, ids end with EOS), src_len [B] -> B token lists (no BOS/EOS).
@@ -275,23 +269,14 @@ def greedy_decode(model: Transformer, src, src_len, max_len_a=1.5, max_len_b=10,
     model.eval()
     memory, pad, enc_w = model.encode(src, need_weights=return_attention)
     B = src.size(0)
-    max_len = int(max_len_a * int(src_len.max()) + max_len_b)
-    prev = torch.full((B,), BOS_ID, dtype=torch.long)
-    state = model.start_state(memory, pad)
-    done = torch.zeros(B, dtype=torch.bool)
-    out, self_rows, cross_rows = [], [], []
-    for _ in range(max_len):
-        logits, state, ws, wc = model.step(prev, state)
-        prev = logits.argmax(-1)
-        out.append(prev)
+    self_rows, cross_rows = [], []
+
+    def keep_weights(ws, wc):
         self_rows.append(ws)
         cross_rows.append(wc)
-        done |= prev == EOS_ID
-        if bool(done.all()):
-            break
-    seqs = torch.stack(out, 1).tolist()
-    limits = (max_len_a * src_len.float() + max_len_b).long().tolist()
-    hyps = [_strip(seq)[:lim] for seq, lim in zip(seqs, limits)]
+
+    hyps = decoding.greedy_search(model.step, model.start_state(memory, pad), src_len, max_len_a, max_len_b,
+                                  on_step=keep_weights)
     if not return_attention:
         return hyps
     if B != 1:
@@ -317,54 +302,5 @@ def beam_search(model: Transformer, src, src_len, beam=5, alpha=1.0, max_len_a=1
     memory, pad, _ = model.encode(src)
     expand = torch.arange(B).repeat_interleave(K)
     state = model.start_state(memory.index_select(0, expand), pad.index_select(0, expand))
-    prev = torch.full((B * K,), BOS_ID, dtype=torch.long)
-    beam_scores = torch.zeros(B, K)
-    beam_scores[:, 1:] = float("-inf")          # all beams start identical: expand beam 0 only
-    history = torch.zeros(B * K, 0, dtype=torch.long)
-    max_lens = (max_len_a * src_len.float() + max_len_b).long().tolist()
-    finished: List[List[Tuple[float, List[int]]]] = [[] for _ in range(B)]
-    done = [False] * B
-    for step in range(max(max_lens)):
-        logits, state, _, _ = model.step(prev, state)
-        logp = torch.log_softmax(logits.float(), dim=-1)                         # [B*K,V]
-        V = logp.size(-1)
-        cand = (beam_scores.view(-1, 1) + logp).view(B, K * V)
-        top_scores, top_idx = cand.topk(2 * K, dim=-1)
-        top_scores, top_idx = top_scores.tolist(), top_idx.tolist()
-        new_src, new_tokens, new_scores = [], [], []
-        for b in range(B):
-            chosen = []
-            if not done[b]:
-                for sc, idx in zip(top_scores[b], top_idx[b]):
-                    if sc == float("-inf"):
-                        break
-                    k, tok = divmod(idx, V)
-                    if tok == EOS_ID or step + 1 >= max_lens[b]:
-                        if len(finished[b]) < K:
-                            seq = history[b * K + k].tolist()
-                            if tok != EOS_ID:
-                                seq.append(tok)
-                            finished[b].append((sc / float(step + 1) ** alpha, seq))
-                    else:
-                        chosen.append((k, tok, sc))
-                    if len(chosen) == K:
-                        break
-                if len(finished[b]) >= K or step + 1 >= max_lens[b]:
-                    done[b] = True
-            if done[b] or not chosen:
-                done[b] = True
-                chosen = [(0, PAD_ID, float("-inf"))] * K
-            while len(chosen) < K:
-                chosen.append((chosen[0][0], PAD_ID, float("-inf")))
-            for k, tok, sc in chosen:
-                new_src.append(b * K + k)
-                new_tokens.append(tok)
-                new_scores.append(sc)
-        if all(done):
-            break
-        sel = torch.tensor(new_src)
-        prev = torch.tensor(new_tokens)
-        history = torch.cat([history.index_select(0, sel), prev.unsqueeze(1)], 1)
-        state = model.select_state(state, sel)
-        beam_scores = torch.tensor(new_scores).view(B, K)
-    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
+    return decoding.beam_search(model.step, state, model.select_state, src_len, beam=beam, alpha=alpha,
+                                max_len_a=max_len_a, max_len_b=max_len_b)
