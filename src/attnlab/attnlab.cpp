@@ -39,18 +39,10 @@ struct Model::Impl {
         task = file.get_string_or("attnlab.task", "");
         if (architecture == "attnlab.bahdanau") {
             rnn = models::load_rnn_seq2seq(file);
-            source_tokenizer = text::Tokenizer::from_gguf(file, "source");
-            target_tokenizer = text::Tokenizer::from_gguf(file, "target");
-            check(source_tokenizer->vocab_size() == rnn->config.source_vocab &&
-                      target_tokenizer->vocab_size() == rnn->config.target_vocab,
-                  "the tokenizers' vocabularies do not match the model's embedding tables");
+            load_translation_tokenizers(rnn->config.source_vocab, rnn->config.target_vocab);
         } else if (architecture == "attnlab.transformer") {
             transformer = models::load_transformer(file);
-            source_tokenizer = text::Tokenizer::from_gguf(file, "source");
-            target_tokenizer = text::Tokenizer::from_gguf(file, "target");
-            check(source_tokenizer->vocab_size() == transformer->config.source_vocab &&
-                      target_tokenizer->vocab_size() == transformer->config.target_vocab,
-                  "the tokenizers' vocabularies do not match the model's embedding tables");
+            load_translation_tokenizers(transformer->config.source_vocab, transformer->config.target_vocab);
         } else if (architecture == "attnlab.captioner") {
             captioner = models::load_captioner(file);
             target_tokenizer = text::Tokenizer::from_gguf(file, "target");
@@ -60,6 +52,13 @@ struct Model::Impl {
             fail(architecture.empty() ? "this GGUF file has no general.architecture: not an attnlab model"
                                       : "unsupported model architecture '" + architecture + "'");
         }
+    }
+
+    void load_translation_tokenizers(int source_vocab, int target_vocab) {
+        source_tokenizer = text::Tokenizer::from_gguf(file, "source");
+        target_tokenizer = text::Tokenizer::from_gguf(file, "target");
+        check(source_tokenizer->vocab_size() == source_vocab && target_tokenizer->vocab_size() == target_vocab,
+              "the tokenizers' vocabularies do not match the model's embedding tables");
     }
 };
 
@@ -97,19 +96,22 @@ AttentionTensor to_attention_tensor(const Tensor4& t) {
     return out;
 }
 
-// The Transformer's translate: the same input checks and search as the RNN's, plus the per-layer tensors.
-Translation translate_transformer(const models::Transformer& model, const text::Tokenizer& source_tokenizer,
-                                  const text::Tokenizer& target_tokenizer, const std::string& text,
-                                  const TranslateOptions& options) {
-    check(options.max_length >= 0, "maxLength must not be negative");
-    Translation result;
-    result.source_ids = source_tokenizer.encode(text);
-    const bool eos = model.config.source_eos;
-    if (eos) result.source_ids.push_back(model.eos);
-    check(static_cast<int>(result.source_ids.size()) - (eos ? 1 : 0) > 0, "nothing to translate: the input is empty");
-    check(static_cast<int>(result.source_ids.size()) <= kMaxSourceTokens,
-          "the input is too long: " + std::to_string(result.source_ids.size()) + " tokens, at most " +
+// The source ids with the limits every translator shares: something to translate, and not too much of it.
+std::vector<int32_t> encode_source(const text::Tokenizer& tokenizer, const std::string& text, bool add_eos, int eos) {
+    // Identity normalization strips only U+0020, so a line of tabs or line breaks would otherwise be
+    // "translated" from its byte pieces.
+    check(text.find_first_not_of(" \t\n\r\f\v") != std::string::npos, "nothing to translate: the input is empty");
+    std::vector<int32_t> ids = tokenizer.encode(text);
+    check(!ids.empty(), "nothing to translate: the input is empty");
+    if (add_eos) ids.push_back(eos);
+    check(static_cast<int>(ids.size()) <= kMaxSourceTokens,
+          "the input is too long: " + std::to_string(ids.size()) + " tokens, at most " +
               std::to_string(kMaxSourceTokens) + " are accepted");
+    return ids;
+}
+
+decode::SearchOptions search_options(const TranslateOptions& options) {
+    check(options.max_length >= 0, "maxLength must not be negative");
     decode::SearchOptions search;
     search.beam = options.beam;
     search.length_penalty = options.length_penalty;
@@ -117,69 +119,51 @@ Translation translate_transformer(const models::Transformer& model, const text::
         search.max_length_ratio = 0.0f;
         search.max_length_extra = options.max_length;
     }
-    const models::TransformerEncoded encoded = models::transformer_encode(model, result.source_ids);
-    const models::TransformerDecoder decoder(model, encoded);
-    decode::Hypothesis best = decode::search(decoder, search);
+    return search;
+}
 
-    result.target_ids = std::move(best.tokens);
-    result.text = target_tokenizer.decode(result.target_ids);
-    result.source_tokens = source_tokenizer.pieces_of(result.source_ids);
-    result.target_tokens = target_tokenizer.pieces_of(result.target_ids);
-    for (const auto& row : best.attention) result.attention.insert(result.attention.end(), row.begin(), row.end());
-    for (const auto& row : best.scores) result.scores.insert(result.scores.end(), row.begin(), row.end());
-    result.score_function = "scaled_dot";
-    result.log_probability = best.log_probability;
-    result.encoder_self_attention = to_attention_tensor(encoded.self_attention);
-    Tensor4 decoder_self, cross;
-    models::transformer_output_attention(model, encoded, result.target_ids, decoder_self, cross);
-    result.decoder_self_attention = to_attention_tensor(decoder_self);
-    result.cross_attention = to_attention_tensor(cross);
-    return result;
+template <typename Rows>
+void append_rows(const Rows& rows, std::vector<float>& out) {
+    for (const auto& row : rows) out.insert(out.end(), row.begin(), row.end());
 }
 
 }  // namespace
 
 Translation Model::translate(const std::string& text, const TranslateOptions& options) const {
     const Impl& m = *impl_;
-    // Identity normalization strips only U+0020, so a line of tabs or line breaks would otherwise be
-    // "translated" from its byte pieces.
-    check(text.find_first_not_of(" \t\n\r\f\v") != std::string::npos, "nothing to translate: the input is empty");
-    if (m.transformer)
-        return translate_transformer(*m.transformer, *m.source_tokenizer, *m.target_tokenizer, text, options);
-    check(m.rnn.has_value(), "this model (" + m.architecture + ") cannot translate");
-    check(options.max_length >= 0, "maxLength must not be negative");
-
+    check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate");
+    const decode::SearchOptions search = search_options(options);
     Translation result;
-    result.source_ids = m.source_tokenizer->encode(text);
-    if (m.rnn->config.source_eos) result.source_ids.push_back(m.rnn->eos);
-    const int content_tokens = static_cast<int>(result.source_ids.size()) - (m.rnn->config.source_eos ? 1 : 0);
-    check(content_tokens > 0, "nothing to translate: the input is empty");
-    check(static_cast<int>(result.source_ids.size()) <= kMaxSourceTokens,
-          "the input is too long: " + std::to_string(result.source_ids.size()) + " tokens, at most " +
-              std::to_string(kMaxSourceTokens) + " are accepted");
-
-    decode::SearchOptions search;
-    search.beam = options.beam;
-    search.length_penalty = options.length_penalty;
-    if (options.max_length > 0) {
-        search.max_length_ratio = 0.0f;
-        search.max_length_extra = options.max_length;
+    result.source_ids = m.rnn ? encode_source(*m.source_tokenizer, text, m.rnn->config.source_eos, m.rnn->eos)
+                              : encode_source(*m.source_tokenizer, text, m.transformer->config.source_eos,
+                                              m.transformer->eos);
+    auto take_hypothesis = [&](decode::Hypothesis&& best) {
+        result.target_ids = std::move(best.tokens);
+        result.text = m.target_tokenizer->decode(result.target_ids);
+        result.source_tokens = m.source_tokenizer->pieces_of(result.source_ids);
+        result.target_tokens = m.target_tokenizer->pieces_of(result.target_ids);
+        append_rows(best.attention, result.attention);
+        append_rows(best.scores, result.scores);
+        append_rows(best.context, result.context);
+        result.log_probability = best.log_probability;
+    };
+    if (m.rnn) {
+        const models::RnnEncoded encoded = models::rnn_encode(*m.rnn, result.source_ids);
+        take_hypothesis(decode::search(models::RnnDecoder(*m.rnn, encoded), search));
+        result.context_size = static_cast<int>(encoded.memory.shape(1));
+        result.values.assign(encoded.memory.data(), encoded.memory.data() + encoded.memory.size());
+        result.score_function = nn::score_name(m.rnn->config.score);
+    } else {
+        const models::TransformerEncoded encoded = models::transformer_encode(*m.transformer, result.source_ids);
+        take_hypothesis(decode::search(models::TransformerDecoder(*m.transformer, encoded), search));
+        result.score_function = nn::score_name(nn::Score::scaled_dot);
+        result.encoder_self_attention = to_attention_tensor(encoded.self_attention);
+        // The full per-layer tensors of the chosen output are recomputed once rather than carried by every beam.
+        Tensor4 decoder_self, cross;
+        models::transformer_output_attention(*m.transformer, encoded, result.target_ids, decoder_self, cross);
+        result.decoder_self_attention = to_attention_tensor(decoder_self);
+        result.cross_attention = to_attention_tensor(cross);
     }
-    const models::RnnEncoded encoded = models::rnn_encode(*m.rnn, result.source_ids);
-    const models::RnnDecoder decoder(*m.rnn, encoded);
-    decode::Hypothesis best = decode::search(decoder, search);
-
-    result.target_ids = std::move(best.tokens);
-    result.text = m.target_tokenizer->decode(result.target_ids);
-    result.source_tokens = m.source_tokenizer->pieces_of(result.source_ids);
-    result.target_tokens = m.target_tokenizer->pieces_of(result.target_ids);
-    for (const auto& row : best.attention) result.attention.insert(result.attention.end(), row.begin(), row.end());
-    for (const auto& row : best.scores) result.scores.insert(result.scores.end(), row.begin(), row.end());
-    for (const auto& row : best.context) result.context.insert(result.context.end(), row.begin(), row.end());
-    result.context_size = static_cast<int>(encoded.memory.shape(1));
-    result.values.assign(encoded.memory.data(), encoded.memory.data() + encoded.memory.size());
-    result.score_function = nn::score_name(m.rnn->config.score);
-    result.log_probability = best.log_probability;
     return result;
 }
 
