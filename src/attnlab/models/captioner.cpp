@@ -7,6 +7,7 @@
 #include "attnlab/error.hpp"
 #include "attnlab/image/preprocess.hpp"
 #include "attnlab/io/gguf.hpp"
+#include "attnlab/models/metadata.hpp"
 #include "attnlab/kernels/kernels.hpp"
 #include "attnlab/models/rnn_seq2seq.hpp"
 
@@ -17,12 +18,6 @@ namespace {
 constexpr const char* kArchitecture = "attnlab.captioner";
 constexpr int kMaxCaptionLength = 200;
 
-int positive_size(const gguf::File& file, const std::string& key) {
-    const uint32_t value = file.get_u32(key);
-    check(value > 0 && value <= (1u << 20), "metadata key '" + key + "' must be a size between 1 and 2^20");
-    return static_cast<int>(value);
-}
-
 struct CaptionState : decode::DecoderState {
     Vector h, c;  // [H]
 };
@@ -30,20 +25,18 @@ struct CaptionState : decode::DecoderState {
 }  // namespace
 
 CaptionDecoderWeights load_caption_decoder(const gguf::File& file) {
-    const std::string architecture = file.get_string_or("general.architecture", "(none)");
-    check(architecture == kArchitecture,
-          "this file holds a '" + architecture + "' model, not a captioner ('" + std::string(kArchitecture) + "')");
+    check_architecture(file, kArchitecture, "a captioner");
     const std::string p = std::string(kArchitecture) + ".";
     CaptionDecoderWeights model;
     CaptionerConfig& c = model.config;
-    c.vocab = positive_size(file, p + "vocab_size");
-    c.feature_size = positive_size(file, p + "feature_size");
-    c.grid_height = positive_size(file, p + "grid_height");
-    c.grid_width = positive_size(file, p + "grid_width");
+    c.vocab = metadata_size(file, p + "vocab_size");
+    c.feature_size = metadata_size(file, p + "feature_size");
+    c.grid_height = metadata_size(file, p + "grid_height");
+    c.grid_width = metadata_size(file, p + "grid_width");
     check(c.grid_height <= 1024 && c.grid_width <= 1024, "the captioner's annotation grid is implausibly large");
-    c.embedding = positive_size(file, p + "embedding_size");
-    c.hidden = positive_size(file, p + "hidden_size");
-    c.attention_dim = positive_size(file, p + "attention_size");
+    c.embedding = metadata_size(file, p + "embedding_size");
+    c.hidden = metadata_size(file, p + "hidden_size");
+    c.attention_dim = metadata_size(file, p + "attention_size");
     c.max_length = static_cast<int>(file.get_u32_or(p + "max_length", 30));
     check(c.max_length > 0 && c.max_length <= kMaxCaptionLength, "attnlab.captioner.max_length must be 1.." +
                                                                      std::to_string(kMaxCaptionLength));

@@ -6,6 +6,7 @@
 
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
+#include "attnlab/models/metadata.hpp"
 #include "attnlab/kernels/kernels.hpp"
 
 namespace attnlab::models {
@@ -13,12 +14,6 @@ namespace attnlab::models {
 namespace {
 
 constexpr const char* kArchitecture = "attnlab.bahdanau";
-
-int positive_size(const gguf::File& file, const std::string& key) {
-    const uint32_t value = file.get_u32(key);
-    check(value > 0 && value <= (1u << 20), "metadata key '" + key + "' must be a size between 1 and 2^20");
-    return static_cast<int>(value);
-}
 
 int rows_of(const gguf::File& file, const std::string& name) {
     const gguf::TensorInfo& info = file.tensor(name);
@@ -45,17 +40,15 @@ void embedding_row(const nn::Linear& table, int32_t id, float* out) {
 }
 
 RnnSeq2Seq load_rnn_seq2seq(const gguf::File& file) {
-    const std::string architecture = file.get_string_or("general.architecture", "(none)");
-    check(architecture == kArchitecture, "this file holds a '" + architecture + "' model, not an RNN translation model ('" +
-                                             std::string(kArchitecture) + "')");
+    check_architecture(file, kArchitecture, "an RNN translation model");
     const std::string p = std::string(kArchitecture) + ".";
     RnnSeq2Seq model;
     RnnSeq2SeqConfig& c = model.config;
-    c.embedding = positive_size(file, p + "embedding_size");
-    c.encoder_hidden = positive_size(file, p + "encoder_hidden_size");
-    c.decoder_hidden = positive_size(file, p + "decoder_hidden_size");
+    c.embedding = metadata_size(file, p + "embedding_size");
+    c.encoder_hidden = metadata_size(file, p + "encoder_hidden_size");
+    c.decoder_hidden = metadata_size(file, p + "decoder_hidden_size");
     c.score = nn::parse_score(file.get_string(p + "score"));
-    c.attention_dim = c.score == nn::Score::additive ? positive_size(file, p + "attention_size") : 0;
+    c.attention_dim = c.score == nn::Score::additive ? metadata_size(file, p + "attention_size") : 0;
     c.source_eos = file.get_bool_or(p + "source_add_eos", true);
     check(file.get_string_or(p + "deep_output_activation", "tanh") == "tanh" && file.get_bool_or(p + "tied_output", true),
           "this RNN model uses a deep output or output projection the engine does not implement");

@@ -7,6 +7,7 @@
 
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
+#include "attnlab/models/metadata.hpp"
 #include "attnlab/kernels/kernels.hpp"
 #include "attnlab/models/rnn_seq2seq.hpp"  // embedding_row
 
@@ -15,12 +16,6 @@ namespace attnlab::models {
 namespace {
 
 constexpr const char* kArchitecture = "attnlab.transformer";
-
-int positive_size(const gguf::File& file, const std::string& key) {
-    const uint32_t value = file.get_u32(key);
-    check(value > 0 && value <= (1u << 24), "metadata " + key + " must be a positive size, got " + std::to_string(value));
-    return static_cast<int>(value);
-}
 
 void expect_string(const gguf::File& file, const std::string& key, const std::string& expected) {
     const std::string value = file.get_string_or(key, expected);
@@ -94,19 +89,17 @@ void sinusoidal_position(int position, int d_model, float* out) {
 }
 
 Transformer load_transformer(const gguf::File& file) {
-    const std::string architecture = file.get_string_or("general.architecture", "(none)");
-    check(architecture == kArchitecture, "this file holds a '" + architecture + "' model, not a Transformer ('" +
-                                             std::string(kArchitecture) + "')");
+    check_architecture(file, kArchitecture, "a Transformer");
     const std::string p = std::string(kArchitecture) + ".";
     Transformer model;
     TransformerConfig& c = model.config;
-    c.source_vocab = positive_size(file, p + "source_vocab_size");
-    c.target_vocab = positive_size(file, p + "target_vocab_size");
-    c.d_model = positive_size(file, p + "d_model");
-    c.heads = positive_size(file, p + "heads");
-    c.encoder_layers = positive_size(file, p + "encoder_layers");
-    c.decoder_layers = positive_size(file, p + "decoder_layers");
-    c.feed_forward = positive_size(file, p + "feed_forward_size");
+    c.source_vocab = metadata_size(file, p + "source_vocab_size");
+    c.target_vocab = metadata_size(file, p + "target_vocab_size");
+    c.d_model = metadata_size(file, p + "d_model");
+    c.heads = metadata_size(file, p + "heads");
+    c.encoder_layers = metadata_size(file, p + "encoder_layers");
+    c.decoder_layers = metadata_size(file, p + "decoder_layers");
+    c.feed_forward = metadata_size(file, p + "feed_forward_size");
     c.max_positions = static_cast<int>(file.get_u32_or(p + "max_positions", 0));
     c.norm_epsilon = file.get_f32_or(p + "layer_norm_epsilon", 1e-5f);
     c.source_eos = file.get_bool_or(p + "source_add_eos", true);
