@@ -119,6 +119,14 @@ void activate(float* x, std::size_t n, Activation act) {
     for (std::size_t i = 0; i < n; ++i) x[i] = activation(x[i], act);
 }
 
+// The largest kept value of a row (mask null keeps all); -inf when nothing is kept.
+static float masked_max(const float* row, const uint8_t* mask, int cols) {
+    float max = -std::numeric_limits<float>::infinity();
+    for (int c = 0; c < cols; ++c)
+        if (!mask || mask[c]) max = std::max(max, row[c]);
+    return max;
+}
+
 void softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask, int ldm) {
     detail::check_rows("softmax_rows", rows, cols, ldx);
     detail::check_mask("softmax_rows", cols, mask, ldm);
@@ -126,9 +134,7 @@ void softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask, in
     for (int r = 0; r < rows; ++r) {
         float* row = x + (size_t)r * ldx;
         const uint8_t* m = mask ? mask + (size_t)r * ldm : nullptr;
-        float max = neg_inf;
-        for (int c = 0; c < cols; ++c)
-            if (!m || m[c]) max = std::max(max, row[c]);
+        const float max = masked_max(row, m, cols);
         if (max == neg_inf) {  // fully masked (or every kept logit is -inf): no distribution to speak of
             for (int c = 0; c < cols; ++c) row[c] = 0.0f;
             continue;
@@ -150,9 +156,7 @@ void log_softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask
     for (int r = 0; r < rows; ++r) {
         float* row = x + (size_t)r * ldx;
         const uint8_t* m = mask ? mask + (size_t)r * ldm : nullptr;
-        float max = neg_inf;
-        for (int c = 0; c < cols; ++c)
-            if (!m || m[c]) max = std::max(max, row[c]);
+        const float max = masked_max(row, m, cols);
         if (max == neg_inf) {
             for (int c = 0; c < cols; ++c) row[c] = neg_inf;
             continue;
