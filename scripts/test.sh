@@ -21,7 +21,7 @@ run_suite() {
 
 make_golden() {
   /usr/bin/python3 models/prepare_data.py && /usr/bin/python3 models/golden_tokenizer.py &&
-    /usr/bin/python3 models/golden_mobilenet.py
+    /usr/bin/python3 models/golden_mobilenet.py && /usr/bin/python3 models/golden_shipped.py
 }
 run_suite "golden files from ../shared/data" make_golden
 run_suite "python" /usr/bin/python3 -m unittest discover -s tests/python -t . -q

@@ -1,0 +1,77 @@
+// Parity of the SHIPPED f16 translators with PyTorch on 50 test sentences each (issue 3): identical greedy tokens
+// on at least 49, and on those the attention within 1e-3. Golden files: models/golden_shipped.py ->
+// build/golden/shipped (or $ATTNLAB_GOLDEN_DIR/shipped), one <id>.expected.gguf per manifest entry in index.txt.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "attnlab/attnlab.hpp"
+#include "attnlab/io/gguf.hpp"
+#include "test_support.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+std::string golden_dir() {
+    const char* env = std::getenv("ATTNLAB_GOLDEN_DIR");
+    return ((env && *env) ? std::string(env) : test::source_path("build/golden")) + "/shipped/";
+}
+
+std::vector<std::string> shipped_ids() {
+    std::ifstream in(golden_dir() + "index.txt");
+    if (!in) FAIL_CHECK("missing " << golden_dir() << "index.txt: run /usr/bin/python3 models/golden_shipped.py");
+    std::vector<std::string> ids;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) ids.push_back(line);
+    return ids;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    float worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("shipped f16 translators: PyTorch's greedy tokens on >= 49 of 50 test sentences, attention within 1e-3") {
+    const std::vector<std::string> ids = shipped_ids();
+    CHECK(!ids.empty());
+    for (const std::string& id : ids) {
+        CAPTURE(id);
+        const gguf::File expected = gguf::File::open(golden_dir() + id + ".expected.gguf");
+        const Model model = Model::open(test::source_path(expected.get_string("expected.model_file")));
+        const int sentences = static_cast<int>(expected.get_u32("expected.sentences"));
+        REQUIRE(sentences >= 50);
+        int identical = 0;
+        float worst_attention = 0;
+        for (int i = 0; i < sentences; ++i) {
+            const std::string p = "sentence." + std::to_string(i) + ".";
+            const std::string text = expected.get_string(p + "text");
+            CAPTURE(text);
+            const Translation t = model.translate(text);
+            CHECK(t.source_ids == expected.get_i32_array(p + "source_ids"));
+            if (t.target_ids != expected.get_i32_array(p + "greedy_ids")) {
+                MESSAGE(id << ": sentence " << i << " differs: engine '" << t.text << "', PyTorch '"
+                           << expected.get_string(p + "greedy_text") << "'");
+                continue;
+            }
+            ++identical;
+            CHECK(t.text == expected.get_string(p + "greedy_text"));
+            if (t.target_ids.empty()) continue;
+            const std::vector<float> attention = expected.load_f32_flat(p + "greedy_attention");
+            REQUIRE(t.attention.size() == attention.size());
+            worst_attention = std::max(worst_attention, max_abs_diff(t.attention, attention));
+        }
+        MESSAGE(id << ": " << identical << "/" << sentences << " identical, worst attention difference "
+                   << worst_attention);
+        CHECK(identical >= sentences - 1);
+        CHECK(worst_attention <= 1e-3f);
+    }
+}
