@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every training job (translators, Transformers, feature extraction, captioner) one after another on this 2-core machine, each resuming from its last checkpoint, so the
 # same command continues the whole queue after an interruption (a session's processes end when it stops).
+# The order puts first what unlocks a page feature (captioner, one Transformer), then finishes the translators.
 # Finished jobs exit at once (their scripts detect early stopping / epoch limits in the checkpoint).
 #
 #   nohup bash models/train_queue.sh > /work/ckpt/queue.out 2>&1 &
@@ -14,13 +15,13 @@ python=/usr/bin/python3
 
 features=$ckpt/features
 jobs=(
-  "bahdanau-en-de|models/train_rnn.py --pair en-de"
   "features|models/extract_features.py --out $features"
-  "bahdanau-de-en|models/train_rnn.py --pair de-en"
-  "transformer-de-en|models/train_transformer.py --pair de-en"
   "captioner|models/train_caption.py --features $features --max-hours 12"
-  "bahdanau-en-zh|models/train_rnn.py --pair en-zh"
+  "transformer-de-en|models/train_transformer.py --pair de-en"
+  "bahdanau-en-de|models/train_rnn.py --pair en-de"
+  "bahdanau-de-en|models/train_rnn.py --pair de-en"
   "transformer-en-de|models/train_transformer.py --pair en-de"
+  "bahdanau-en-zh|models/train_rnn.py --pair en-zh"
   "luong-dot-en-de|models/train_rnn.py --pair en-de --score dot"
   "luong-general-en-de|models/train_rnn.py --pair en-de --score general"
   "cosine-en-de|models/train_rnn.py --pair en-de --score cosine"
