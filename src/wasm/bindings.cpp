@@ -2,6 +2,7 @@
 // a JS Error carrying the same message (with -fwasm-exceptions an escaping C++ exception would reach JS as an
 // opaque WebAssembly.Exception).
 #include <emscripten/bind.h>
+#include <malloc.h>
 
 #include <cstdint>
 #include <exception>
@@ -11,6 +12,7 @@
 
 #include "attnlab/attnlab.hpp"
 #include "attnlab/error.hpp"
+#include "attnlab/image/preprocess.hpp"
 
 using namespace emscripten;
 
@@ -25,6 +27,16 @@ auto guarded(F&& body) -> decltype(body()) {
     } catch (...) {
         val::global("Error").new_(std::string("attnlab: unknown engine error")).throw_();
     }
+}
+
+// Diagnostic (scripts/soak.mjs): malloc's bytes in use and the wasm memory size. The memory only grows, in big
+// steps, so a slow leak shows in the first long before the second.
+val engine_memory_js() {
+    const struct mallinfo m = mallinfo();
+    val out = val::object();
+    out.set("mallocBytes", static_cast<double>(m.uordblks));
+    out.set("wasmBytes", static_cast<double>(__builtin_wasm_memory_size(0)) * 65536.0);
+    return out;
 }
 
 val engine_info_js() {
@@ -134,6 +146,42 @@ public:
         });
     }
 
+    // rgba: a Uint8Array or Uint8ClampedArray of width × height × 4 bytes, copied into wasm memory in one set().
+    val caption(const val& rgba, int width, int height, int beam, int max_length) const {
+        return guarded([&] {
+            attnlab::check(rgba.instanceof(val::global("Uint8Array")) || rgba.instanceof(val::global("Uint8ClampedArray")),
+                           "the image pixels must be a Uint8Array or Uint8ClampedArray");
+            // Sides first, so width · height · 4 cannot overflow wasm's 32-bit size_t.
+            attnlab::check(width > 0 && height > 0 && width <= attnlab::image::kMaxImageSide &&
+                               height <= attnlab::image::kMaxImageSide,
+                           "the image must be 1 to " + std::to_string(attnlab::image::kMaxImageSide) +
+                               " pixels a side, got " + std::to_string(width) + " × " + std::to_string(height));
+            const std::size_t bytes = static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 4;
+            const double length = rgba["length"].as<double>();
+            attnlab::check(length == static_cast<double>(bytes),
+                           "the image has " + std::to_string(static_cast<long long>(length)) +
+                               " bytes, width × height × 4 = " + std::to_string(bytes) + " expected");
+            std::vector<uint8_t> pixels(bytes);
+            val(typed_memory_view(pixels.size(), pixels.data())).call<void>("set", rgba);
+
+            attnlab::CaptionOptions options;
+            options.beam = beam;
+            options.max_length = max_length;
+            const attnlab::Caption c = model_.caption(pixels.data(), width, height, options);
+            const std::size_t T = c.tokens.size();
+            const std::size_t cells = static_cast<std::size_t>(c.grid_height) * static_cast<std::size_t>(c.grid_width);
+            val out = val::object();
+            out.set("text", c.text);
+            out.set("tokens", to_array(c.tokens));
+            out.set("ids", to_array(c.ids));
+            out.set("attention", to_matrix(c.attention, T, cells));
+            out.set("gridWidth", c.grid_width);
+            out.set("gridHeight", c.grid_height);
+            out.set("logProbability", c.log_probability);
+            return out;
+        });
+    }
+
 private:
     attnlab::Model model_;
 };
@@ -142,9 +190,11 @@ private:
 
 EMSCRIPTEN_BINDINGS(attnlab) {
     function("engineInfo", &engine_info_js);
+    function("engineMemory", &engine_memory_js);
     class_<ByteBuffer>("ByteBuffer").constructor<double>().function("view", &ByteBuffer::view);
     class_<JsModel>("Model")
         .constructor<ByteBuffer&>()
         .function("info", &JsModel::info)
-        .function("translate", &JsModel::translate);
+        .function("translate", &JsModel::translate)
+        .function("caption", &JsModel::caption);
 }

@@ -1,5 +1,7 @@
 // The page: every number drawn here comes from the engine (web/lib); this file only lays it out.
 import { engineInfo, loadModel, matrixRow } from '/lib/index.mjs';
+import { setupSelfAttention } from '/app/selfattention.mjs';
+import { setupCaption } from '/app/caption.mjs';
 
 const byId = (id) => document.getElementById(id);
 const MANIFEST_URL = '/models/manifest.json';
@@ -80,11 +82,12 @@ function setupTabs() {
   for (const tab of tabs) {
     tab.addEventListener('click', () => select(tab, false));
     tab.addEventListener('keydown', (event) => {
-      const i = tabs.indexOf(tab);
-      const next = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[event.key];
+      const enabled = tabs.filter((other) => !other.disabled);  // a tab is enabled once its models exist
+      const i = enabled.indexOf(tab);
+      const next = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: enabled.length - 1 }[event.key];
       if (next === undefined) return;
       event.preventDefault();
-      select(tabs[(next + tabs.length) % tabs.length], true);
+      select(enabled[(next + enabled.length) % enabled.length], true);
     });
   }
 }
@@ -481,7 +484,9 @@ async function start() {
   const select = byId('model-select');
   select.addEventListener('change', selectModel);
   try {
-    state.manifest = (await readManifest()).filter((entry) => entry.task === 'translate');
+    const manifest = await readManifest();
+    state.manifest = manifest.filter((entry) => entry.task === 'translate');
+    setupCaption({ entries: manifest.filter((entry) => entry.task === 'caption'), getModel, available });
   } catch (error) {
     setStatus(error.message, { error: true });
     return;
@@ -497,6 +502,7 @@ async function start() {
   const first = pickable.find(available);
   if (first) select.value = first.id;
   setupCompare();
+  setupSelfAttention({ entries: state.manifest.filter((entry) => entry.arch === 'transformer'), getModel, available });
   if (!first) {
     if (select.options.length) select.options[0].selected = true;  // show which model is missing
     select.disabled = pickable.length === 0;

@@ -17,6 +17,20 @@ export interface Matrix {
   data: Float32Array;
 }
 
+/**
+ * A Transformer's attention, every layer and head: `data` is row-major [layers × heads × rows × cols], so
+ * weight (layer l, head h, row i, column j) is `data[((l * heads + h) * rows + i) * cols + j]`. Row i is a query
+ * position and holds a softmax over the key positions (columns): each row sums to 1. `attentionHead(t, l, h)`
+ * gives one head as a Matrix view.
+ */
+export interface AttentionTensor {
+  layers: number;
+  heads: number;
+  rows: number;
+  cols: number;
+  data: Float32Array;
+}
+
 export interface Translation {
   /** The detokenized output. */
   text: string;
@@ -38,6 +52,16 @@ export interface Translation {
   values: Matrix;
   /** Σ log p of the returned tokens (and of the end of sentence when it was produced). */
   logProbability: number;
+  // Transformer models only (absent for RNN models); `attention` and `scores` above are then the last decoder
+  // layer's cross-attention weights and scaled dot products, averaged over heads. The decoder's positions are its
+  // inputs: "<s>" then targetTokens[0 .. T-2], and position i is the step that wrote targetTokens[i]
+  // (T = targetTokens.length).
+  /** [encoder layers × heads × S × S], S = sourceTokens.length: source position i attends to source position j. */
+  encoderSelfAttention?: AttentionTensor;
+  /** [decoder layers × heads × T × T]: causal, zero above the diagonal (a position sees only itself and earlier ones). */
+  decoderSelfAttention?: AttentionTensor;
+  /** [decoder layers × heads × T × S]: decoder position i attends to source token j. */
+  crossAttention?: AttentionTensor;
 }
 
 export interface TranslateOptions {
@@ -47,10 +71,58 @@ export interface TranslateOptions {
   maxLength?: number;
 }
 
+/** A caption and where each of its tokens looked. */
+export interface Caption {
+  /** The caption. */
+  text: string;
+  /** Its SentencePiece pieces ("▁" marks a word start), without the final "</s>". */
+  tokens: string[];
+  ids: number[];
+  /**
+   * [tokens.length × gridHeight·gridWidth]: row i is token i's attention over the encoder's feature grid,
+   * row-major over (y, x); each row sums to 1. Cell (y, x) covers the part of the photo from (x/gridWidth,
+   * y/gridHeight) to ((x+1)/gridWidth, (y+1)/gridHeight) of its width and height.
+   */
+  attention: Matrix;
+  /** The feature grid (7 × 7 for MobileNetV2). */
+  gridWidth: number;
+  gridHeight: number;
+  /** Σ log p of the tokens (and of the end of the caption when it was produced). */
+  logProbability: number;
+}
+
+export interface CaptionOptions {
+  /** Beam width, 1 (greedy, the default) to 64. */
+  beam?: number;
+  /** At most this many tokens, up to 200; 0 (the default) means the model's own limit. */
+  maxLength?: number;
+}
+
+/** RGBA pixels, row-major, 4 bytes a pixel (alpha is ignored): what ImageData holds, and what works in Node. */
+export interface RgbaPixels {
+  data: Uint8Array | Uint8ClampedArray;
+  width: number;
+  height: number;
+}
+
+/**
+ * What caption() takes. In a browser an ImageBitmap is transferred to the worker (it is closed for the caller)
+ * and read there; elements and canvases are drawn at their natural size on the calling thread. Sides are 1 to
+ * 8192 pixels.
+ */
+export type CaptionImage =
+  | RgbaPixels
+  | ImageData
+  | ImageBitmap
+  | HTMLImageElement
+  | HTMLCanvasElement
+  | HTMLVideoElement
+  | OffscreenCanvas;
+
 export interface ModelInfo {
   /** general.architecture, e.g. "attnlab.bahdanau". */
   architecture: string;
-  /** "translate" (the only task loadModel accepts so far). */
+  /** "translate" (translate() works) or "caption" (caption() works). */
   task: string;
   /** Every GGUF metadata key with a printable value (long arrays summarized). */
   metadata: Record<string, string>;
@@ -87,8 +159,18 @@ export interface Model {
   readonly fromCache: boolean;
   /** True when the engine runs in a Web Worker. */
   readonly inWorker: boolean;
-  /** Translates one sentence; calls run one at a time in call order. Rejects for empty text or bad options. */
+  /**
+   * Translates one sentence; calls run one at a time in call order. Rejects for empty text, text with an unpaired
+   * UTF-16 surrogate (not valid Unicode), or bad options.
+   */
   translate(text: string, options?: TranslateOptions): Promise<Translation>;
+  /**
+   * Captions an image (a model whose info.task is "caption"); calls run one at a time in call order. Rejects
+   * with a message for a translation model, anything that is not an accepted image, a side that is not an
+   * integer from 1 to 8192, RGBA data whose length is not width × height × 4, bad options, or a captioner file
+   * without an image encoder. The model stays usable after any of these.
+   */
+  caption(image: CaptionImage, options?: CaptionOptions): Promise<Caption>;
   /** Waits for queued calls, then frees the engine memory (and the worker); later calls reject. */
   dispose(): Promise<void>;
   /** Stops now: pending and later calls reject with "attnlab: the model was terminated". */
@@ -96,15 +178,18 @@ export interface Model {
 }
 
 /**
- * Loads a translation model (GGUF) from a URL, a file path (Node) or its bytes. In a browser the file and the wasm
+ * Loads a translation or captioning model (GGUF) from a URL, a file path (Node) or its bytes. In a browser the file and the wasm
  * are fetched with progress, checked against `sha256` and kept in the Cache API; the engine runs in a Web Worker.
  * Rejects with a message for a failed download, a SHA-256 mismatch, an abort or timeout, bytes that are not a
- * GGUF model, or a model that does not translate.
+ * GGUF model, or a model that neither translates nor captions.
  */
 export function loadModel(source: string | URL | ArrayBuffer | ArrayBufferView, options?: LoadOptions): Promise<Model>;
 
 /** Row i of a matrix, as a view (no copy). */
 export function matrixRow(matrix: Matrix, i: number): Float32Array;
+
+/** One head of an attention tensor as a [rows × cols] matrix view (no copy); throws for a layer or head out of range. */
+export function attentionHead(tensor: AttentionTensor, layer: number, head: number): Matrix;
 
 export interface DownloadOptions {
   onProgress?: (progress: Progress) => void;

@@ -2,12 +2,14 @@
 //
 //   const model = await loadModel('/models/weights/bahdanau-en-de.q8_0.gguf', { onProgress, sha256 });
 //   const t = await model.translate('A dog runs.', { beam: 4 });   // { text, sourceTokens, attention, ... }
+//   const c = await captioner.caption(imageData, { beam: 3 });     // { text, tokens, attention, gridWidth, ... }
 //
 // In a browser the engine runs in a module Web Worker (one per model); in Node it runs in this thread. Either way
 // every method returns a promise, calls on one model run one at a time in call order, and every error is a
 // rejected promise with a message.
 import { callEngine, loadEngine } from './engine.mjs';
-import { asBytes, createEngineModel, validateTranslate } from './core.mjs';
+import { asBytes, createEngineModel, validateCaptionOptions, validateTranslate, wrongTask } from './core.mjs';
+import { checkBitmap, isImageBitmap, toPixels } from './image.mjs';
 import { CACHE_NAME, download, sha256Hex, verifySha256 } from './download.mjs';
 
 export { loadEngine, download, sha256Hex, CACHE_NAME };
@@ -112,6 +114,20 @@ class DirectModel {
   translate(text, options = {}) {
     return this.#queue.run(async () => this.#core.translate(text, options));
   }
+  caption(image, options = {}) {
+    // Pixels are read now, in call order with the caller's image as it is at the call.
+    let pixels;
+    try {
+      if (this.info.task === 'caption') pixels = toPixels(image);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#queue.run(async () => this.#core.caption(pixels, options));
+  }
+  /** Diagnostic, not API: { wasmBytes, mallocBytes } of the engine (scripts/soak.mjs watches them for leaks). */
+  _memoryStats() {
+    return this.#queue.run(async () => this.#core.memoryStats());
+  }
   async dispose() {
     if (this.#queue.closed) return;
     const done = this.#queue.run(async () => this.#core.dispose());
@@ -165,11 +181,37 @@ class WorkerModel {
   }
   translate(text, options = {}) {
     try {
+      if (this.info && this.info.task !== 'translate') throw new Error(wrongTask(this.info, 'translate'));
       validateTranslate(text, options);  // fail fast, without a round trip
     } catch (error) {
       return Promise.reject(error);
     }
     return this.call('translate', { text, options: { beam: options.beam, maxLength: options.maxLength } });
+  }
+  // An ImageBitmap is transferred (it is closed for the caller) and read in the worker; any other image is read
+  // here, and its pixels are copied to the worker.
+  caption(image, options = {}) {
+    let args;
+    const transfer = [];
+    try {
+      if (this.info && this.info.task !== 'caption') throw new Error(wrongTask(this.info, 'caption'));
+      const { beam, maxLength } = validateCaptionOptions(options);
+      if (isImageBitmap(image)) {
+        checkBitmap(image);
+        transfer.push(image);
+        args = { image, options: { beam, maxLength } };
+      } else {
+        const { data, width, height } = toPixels(image);
+        args = { image: { data, width, height }, options: { beam, maxLength } };
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.call('caption', args, transfer);
+  }
+  /** Diagnostic, not API: { wasmBytes, mallocBytes } of the worker's engine (scripts/soak.mjs watches them). */
+  _memoryStats() {
+    return this.call('memoryStats', {});
   }
   async dispose() {
     if (this.#closed) return;
@@ -185,7 +227,7 @@ class WorkerModel {
 }
 
 /**
- * Loads a translation model from a URL (fetched with progress, SHA-256 check and the Cache API), a file path in
+ * Loads a translation or captioning model from a URL (fetched with progress, SHA-256 check and the Cache API), a file path in
  * Node, or its GGUF bytes. See index.d.ts for the options and the returned model.
  */
 export async function loadModel(source, options = {}) {
@@ -218,4 +260,19 @@ export async function loadModel(source, options = {}) {
 export function matrixRow(matrix, i) {
   if (!Number.isInteger(i) || i < 0 || i >= matrix.rows) throw new Error(`attnlab: row ${i} is out of range`);
   return matrix.data.subarray(i * matrix.cols, (i + 1) * matrix.cols);
+}
+
+/**
+ * Head `head` of layer `layer` of a Transformer attention tensor ({layers, heads, rows, cols, data}) as a
+ * {rows, cols, data} matrix view (no copy): element (i, j) is how much query position i attends to key j.
+ */
+export function attentionHead(tensor, layer, head) {
+  if (!tensor || !(tensor.data instanceof Float32Array)) throw new Error('attnlab: attentionHead() needs an attention tensor');
+  const { layers, heads, rows, cols } = tensor;
+  if (!Number.isInteger(layer) || layer < 0 || layer >= layers) throw new Error(`attnlab: layer ${layer} is out of range (0 to ${layers - 1})`);
+  if (!Number.isInteger(head) || head < 0 || head >= heads) throw new Error(`attnlab: head ${head} is out of range (0 to ${heads - 1})`);
+  const size = rows * cols;
+  const offset = (layer * heads + head) * size;
+  if (tensor.data.length !== layers * heads * size) throw new Error('attnlab: the attention tensor data does not match its shape');
+  return { rows, cols, data: tensor.data.subarray(offset, offset + size) };
 }

@@ -1,7 +1,9 @@
 // The engine inside a module Web Worker: one model per worker. Messages in: { id, method, args }, methods
-// "load" { bytes, wasmBinary }, "translate" { text, options }, "dispose". Messages out: { id, result } or
+// "load" { bytes, wasmBinary }, "translate" { text, options }, "caption" { image: ImageBitmap | { data, width,
+// height }, options }, "dispose". Messages out: { id, result } or
 // { id, error: message }. Requests run one after another in arrival order, so concurrent calls queue.
 import { createEngineModel } from './core.mjs';
+import { isImageBitmap, pixelsFromBitmap } from './image.mjs';
 
 let model = null;
 let queue = Promise.resolve();
@@ -16,10 +18,23 @@ const methods = {
     if (!model) throw new Error('attnlab: no model is loaded');
     return model.translate(text, options);
   },
+  caption({ image, options }) {
+    if (!model) throw new Error('attnlab: no model is loaded');
+    if (!isImageBitmap(image)) return model.caption(image, options);
+    try {
+      return model.caption(pixelsFromBitmap(image), options);
+    } finally {
+      image.close();
+    }
+  },
   dispose() {
     model?.dispose();
     model = null;
     return null;
+  },
+  memoryStats() {  // diagnostic, for scripts/soak.mjs
+    if (!model) throw new Error('attnlab: no model is loaded');
+    return model.memoryStats();
   },
 };
 

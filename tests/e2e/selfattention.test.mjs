@@ -1,0 +1,196 @@
+// Browser end to end for the Self-attention tab: web/server.mjs serves a manifest that lists only the tiny
+// Transformer fixture; headless Chromium (device pixel ratio 2) opens the tab, translates the long-range sample,
+// and the model view, the head view canvas and its controls must show what the Node module computes for the same
+// sentence, with no request leaving the origin.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+import { createAppServer } from '../../web/server.mjs';
+import { loadModel } from '../../web/lib/index.mjs';
+import { repoRoot } from '../js/fixture_model.mjs';
+
+const CHROMIUM = process.env.ATTNLAB_CHROMIUM || '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'];
+const MODEL = join(repoRoot, 'tests/fixtures/transformer/tiny.gguf');
+const SAMPLE = 'The Law will never be perfect, but its application should be just.';  // the tab's first sample
+const DPR = 2;
+
+let workDir;
+let server;
+let origin;
+let context;
+let expected;  // the Node module's translation of SAMPLE (greedy, as the tab runs it)
+const requests = [];
+
+before(async () => {
+  workDir = await mkdtemp(join(tmpdir(), 'attnlab-e2e-sa-'));
+  const modelsDir = join(workDir, 'models');
+  await mkdir(join(modelsDir, 'weights'), { recursive: true });
+  await copyFile(MODEL, join(modelsDir, 'weights/transformer.gguf'));
+  const bytes = readFileSync(MODEL);
+  await writeFile(join(modelsDir, 'manifest.json'), JSON.stringify({ models: [{
+    id: 'transformer-en-de', label: 'Transformer EN→DE', task: 'translate', arch: 'transformer', src: 'en', tgt: 'de',
+    dtype: 'f32', file: 'models/weights/transformer.gguf', bytes: bytes.length,
+    sha256: createHash('sha256').update(bytes).digest('hex'),
+  }] }));
+  const model = await loadModel(MODEL);
+  expected = await model.translate(SAMPLE, { beam: 1 });
+  await model.dispose();
+
+  server = createAppServer({ modelsDir });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin = `http://localhost:${server.address().port}`;
+  context = await chromium.launchPersistentContext(join(workDir, 'profile'), {
+    executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true, viewport: { width: 1100, height: 900 },
+    deviceScaleFactor: DPR,
+  });
+  context.on('request', (request) => requests.push(request.url()));
+});
+
+after(async () => {
+  await context?.close();
+  server?.closeAllConnections();
+  await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
+  if (workDir) await rm(workDir, { recursive: true, force: true });
+});
+
+// Pixels of a canvas that are neither transparent nor white: the drawing is not blank.
+function inkedPixels(page, selector) {
+  return page.evaluate((sel) => {
+    const canvas = document.querySelector(sel);
+    const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+    let count = 0;
+    for (let k = 0; k < data.length; k += 4) {
+      if (data[k + 3] > 0 && (data[k] < 250 || data[k + 1] < 250 || data[k + 2] < 250)) ++count;
+    }
+    return count;
+  }, selector);
+}
+const snapshot = (page) => page.evaluate(() => document.getElementById('sa-canvas').toDataURL());
+const canvasData = async (page, name) => page.getByTestId('sa-canvas').getAttribute(`data-${name}`);
+
+test('self-attention tab: model view, head view drawn from the engine, controls redraw, nothing leaves the origin', async () => {
+  const page = await context.newPage();
+  const consoleErrors = [];
+  page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()); });
+  page.on('pageerror', (error) => consoleErrors.push(error.message));
+  await page.goto(`${origin}/`);
+
+  const tab = page.getByRole('tab', { name: 'Self-attention' });
+  await page.waitForFunction(() => !document.getElementById('tab-btn-selfattention').disabled);
+  await tab.click();
+  assert.equal(await tab.getAttribute('aria-selected'), 'true');
+  assert.deepEqual(await page.locator('#sa-model option').allTextContents(), ['Transformer EN→DE']);
+  assert.equal(await page.locator('#sa-samples .chip').first().textContent(), SAMPLE);
+  await page.locator('[data-testid="sa-run"]:not([disabled])').waitFor({ timeout: 60_000 });
+  assert.equal(await page.getByTestId('sa-status').getAttribute('data-source'), 'network');
+
+  await page.getByTestId('sa-input').fill(SAMPLE);
+  await page.getByTestId('sa-run').click();
+  await page.waitForFunction(() => document.getElementById('sa-output').textContent.length > 0 ||
+                                   !document.getElementById('sa-error').hidden, null, { timeout: 60_000 });
+  assert.equal(await page.locator('#sa-error').isHidden(), true, await page.locator('#sa-error').textContent());
+  assert.equal(await page.getByTestId('sa-output').textContent(), expected.text);
+
+  // Encoder self-attention: L × H heatmaps, and the head view shows the module's source tokens on both sides.
+  const encoder = expected.encoderSelfAttention;
+  const grid = page.getByTestId('sa-grid');
+  assert.equal(await grid.locator('.sa-thumb').count(), encoder.layers * encoder.heads);
+  assert.equal(await grid.getAttribute('data-layers'), String(encoder.layers));
+  assert.ok(await inkedPixels(page, '#sa-grid .sa-thumb canvas') > 0, 'the first heatmap is blank');
+  assert.deepEqual(JSON.parse(await canvasData(page, 'left-tokens')), expected.sourceTokens);
+  assert.deepEqual(JSON.parse(await canvasData(page, 'right-tokens')), expected.sourceTokens);
+  assert.equal(await page.locator('#sa-layer option').count(), encoder.layers);
+  assert.equal(await page.locator('#sa-heads input[type="checkbox"]:checked').count(), encoder.heads);
+  assert.match(await page.locator('.lead', { hasText: 'Source = Target' }).textContent(),
+               /each word scores every other word in one step/);
+
+  // The head view is drawn, crisp: the backing store is devicePixelRatio times its CSS size.
+  const canvas = page.getByTestId('sa-canvas');
+  const size = await canvas.evaluate((c) => ({ width: c.width, css: c.clientWidth, height: c.height, cssHeight: c.clientHeight }));
+  assert.equal(size.width, Math.round(size.css * DPR));
+  assert.equal(size.height, Math.round(size.cssHeight * DPR));
+  assert.ok(await inkedPixels(page, '#sa-canvas') > 1000, 'the head view is blank');
+
+  // Layer and head controls change the drawing.
+  const layer1 = await snapshot(page);
+  await page.getByTestId('sa-layer').selectOption('1');
+  assert.equal(await canvasData(page, 'layer'), '1');
+  const layer2 = await snapshot(page);
+  assert.notEqual(layer2, layer1, 'switching the layer did not change the drawing');
+  await page.locator('#sa-heads input[value="0"]').uncheck();
+  assert.equal(await canvasData(page, 'heads'), Array.from({ length: encoder.heads - 1 }, (_, h) => h + 1).join(','));
+  assert.notEqual(await snapshot(page), layer2, 'hiding a head did not change the drawing');
+
+  // A heatmap of the model view opens in the head view.
+  await grid.locator('.sa-thumb[data-layer="0"][data-head="2"]').click();
+  assert.equal(await canvasData(page, 'layer'), '0');
+  assert.equal(await canvasData(page, 'heads'), '2');
+  assert.equal(await grid.locator('.sa-thumb[aria-pressed="true"]').count(), 1);
+  assert.equal(await page.getByTestId('sa-layer').inputValue(), '0');
+
+  // Hovering a token keeps only its lines, and the readout names it.
+  const its = expected.sourceTokens.indexOf('s', expected.sourceTokens.indexOf('it'));
+  assert.ok(its > 0, 'the sample has "its"');
+  const all = await snapshot(page);
+  const box = await canvas.boundingBox();
+  await page.mouse.move(box.x + 12, box.y + 26 + (its + 0.5) * 22);
+  assert.notEqual(await snapshot(page), all, 'hovering a token did not change the drawing');
+  assert.match(await page.locator('#sa-readout').textContent(), /^“·s” attends most to/);
+  await mkdir(join(repoRoot, 'build/screenshots'), { recursive: true });
+  await canvas.screenshot({ path: join(repoRoot, 'build/screenshots/selfattention-hover.png') });
+  await page.mouse.move(box.x + box.width / 2, box.y - 40);  // leave the canvas: all lines again
+  assert.equal(await snapshot(page), all);
+
+  // The keyboard does the same: arrow keys on the canvas pick a token, the picker follows.
+  await canvas.focus();
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await page.getByTestId('sa-focus').inputValue(), '0');
+  await page.keyboard.press('Escape');
+  assert.equal(await page.getByTestId('sa-focus').inputValue(), '');
+
+  // Decoder self-attention and cross-attention: the decoder side is <s> then the output tokens but the last.
+  const decoderInputs = ['<s>', ...expected.targetTokens.slice(0, -1)];
+  for (const [kind, tensor, right] of [['decoder', expected.decoderSelfAttention, decoderInputs],
+                                       ['cross', expected.crossAttention, expected.sourceTokens]]) {
+    await page.locator(`input[name="sa-kind"][value="${kind}"]`).check();
+    assert.equal(await canvasData(page, 'kind'), kind);
+    assert.equal(await grid.locator('.sa-thumb').count(), tensor.layers * tensor.heads, kind);
+    assert.deepEqual(JSON.parse(await canvasData(page, 'left-tokens')), decoderInputs, kind);
+    assert.deepEqual(JSON.parse(await canvasData(page, 'right-tokens')), right, kind);
+    assert.ok(await inkedPixels(page, '#sa-canvas') > 1000, `the ${kind} head view is blank`);
+  }
+  // The decoder heatmaps are causal with queries as rows: position 0 (<s>) sees only itself (weight 1, top left),
+  // nothing above the diagonal (top right) is inked.
+  await page.locator('input[name="sa-kind"][value="decoder"]').check();
+  const corners = await page.evaluate(() => {
+    const canvas = document.querySelector('#sa-grid .sa-thumb canvas');
+    const ctx = canvas.getContext('2d');
+    const pixel = (x, y) => Array.from(ctx.getImageData(x, y, 1, 1).data.subarray(0, 3));
+    return { topLeft: pixel(1, 1), topRight: pixel(canvas.width - 2, 1) };
+  });
+  assert.deepEqual(corners.topRight, [255, 255, 255]);
+  assert.ok(corners.topLeft.some((c) => c < 200), `top left ${corners.topLeft}`);
+  await page.locator('input[name="sa-kind"][value="encoder"]').check();
+
+  await page.screenshot({ path: join(repoRoot, 'build/screenshots/selfattention.png'), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForFunction(() => document.getElementById('sa-canvas').clientWidth < 390);
+  const phone = await canvas.evaluate((c) => ({ width: c.width, css: c.clientWidth }));
+  assert.equal(phone.width, Math.round(phone.css * DPR), 'the head view was redrawn at the new width');
+  await page.screenshot({ path: join(repoRoot, 'build/screenshots/selfattention-390.png'), fullPage: true });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page is ${overflow}px wider than a 390px screen`);
+
+  const offsite = requests.filter((url) => !/^(data|blob):/.test(url) && new URL(url).origin !== origin);
+  assert.deepEqual(offsite, [], 'requests left the origin');
+  assert.deepEqual(consoleErrors, []);
+  await page.close();
+});

@@ -1,0 +1,465 @@
+// The Caption tab: a photo in (sample gallery, file, drag and drop, camera), the engine's caption out, and for the
+// word under the pointer (or focus) its attention over the encoder's feature grid, drawn as a heat overlay that is
+// smoothly (bilinearly) upsampled from gridHeight × gridWidth to the photo. Every weight comes from the engine
+// (Caption.attention); this module only draws. main.mjs calls setupCaption() once it has read the manifest.
+import { matrixRow } from '/lib/index.mjs';
+
+const byId = (id) => document.getElementById(id);
+const SAMPLES_URL = '/app/samples/samples.json';
+const MAX_INPUT_SIDE = 1024;   // larger photos are scaled down before captioning (the engine works at 224 anyway)
+const THUMB_HEIGHT = 84;       // per-word strip, CSS pixels
+
+const view = {
+  entries: [],
+  getModel: null,
+  available: () => false,
+  loading: null,       // AbortController of the download in progress
+  model: null,         // { entry, promise: Promise<Model | null> } of the selected captioner
+  input: null,         // canvas holding the pixels that were captioned
+  caption: null,       // the engine's last Caption
+  selected: 0,         // token whose attention is drawn
+  stream: null,        // the camera's MediaStream while it is open
+  busy: false,
+  pending: null,       // an input that arrived while captioning: run it next
+};
+
+function el(tag, { className, text, attrs } = {}, children = []) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  for (const [key, value] of Object.entries(attrs ?? {})) node.setAttribute(key, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
+// SentencePiece pieces: "▁" starts a word; other pieces continue the previous one.
+const wordOf = (piece) => (piece.startsWith('▁') ? piece.slice(1) || '␣' : piece);
+const continues = (piece) => !piece.startsWith('▁');
+
+function formatBytes(n) {
+  if (!n) return '0 B';
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(0)} kB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+function setStatus(text, { progress = null, source = null, error = false } = {}) {
+  byId('cap-status-text').textContent = text;
+  const bar = byId('cap-progress');
+  bar.hidden = progress === null;
+  if (progress !== null) bar.value = progress;
+  const status = byId('cap-status');
+  status.classList.toggle('error', error);
+  if (source) status.dataset.source = source;
+  else delete status.dataset.source;
+}
+
+function showError(error) {
+  const node = byId('cap-error');
+  node.textContent = error ? (error.message ?? String(error)) : '';
+  node.hidden = !error;
+}
+
+const currentEntry = () => view.entries.find((entry) => entry.id === byId('cap-model').value);
+
+// ---------------------------------------------------------------- model
+
+// The selected captioner, loading it once (a failed or aborted load is retried on the next call).
+function ensureModel() {
+  const entry = currentEntry();
+  if (view.model?.entry !== entry) {
+    const promise = loadSelected(entry).then((model) => {
+      if (!model && view.model?.promise === promise) view.model = null;
+      return model;
+    });
+    view.model = { entry, promise };
+  }
+  return view.model.promise;
+}
+
+async function loadSelected(entry) {
+  if (!entry || !view.available(entry)) {
+    setStatus(entry ? `${entry.label ?? entry.id} is not available yet.` : 'No captioner yet.');
+    return null;
+  }
+  view.loading?.abort();
+  const controller = new AbortController();
+  view.loading = controller;
+  const label = entry.label ?? entry.id;
+  setStatus(`Loading ${label}…`, { progress: 0 });
+  const started = performance.now();
+  try {
+    const model = await view.getModel(entry, ({ loaded, total }) => {
+      if (controller.signal.aborted) return;
+      setStatus(`Downloading ${label}: ${formatBytes(loaded)} of ${formatBytes(total)}`,
+                { progress: total ? loaded / total : 0 });
+    }, controller.signal);
+    if (controller.signal.aborted || currentEntry() !== entry) return null;
+    setStatus(`${label} ready (${formatBytes(entry.bytes)}, ${model.fromCache ? 'from cache' : 'downloaded'}, ` +
+              `${Math.round(performance.now() - started)} ms)`, { source: model.fromCache ? 'cache' : 'network' });
+    return model;
+  } catch (error) {
+    if (!controller.signal.aborted) setStatus(error.message, { error: true });
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------- inputs
+
+// Any drawable (image element, ImageBitmap, video frame) -> a canvas with its pixels, at most MAX_INPUT_SIDE a side.
+function toInputCanvas(source, width, height) {
+  if (!(width > 0 && height > 0)) throw new Error('That image is empty (0 × 0 pixels).');
+  const scale = Math.min(1, MAX_INPUT_SIDE / Math.max(width, height));
+  const canvas = document.createElement('canvas');
+  canvas.width = Math.max(1, Math.round(width * scale));
+  canvas.height = Math.max(1, Math.round(height * scale));
+  const context = canvas.getContext('2d', { willReadFrequently: true });
+  context.imageSmoothingQuality = 'high';
+  context.drawImage(source, 0, 0, canvas.width, canvas.height);
+  return canvas;
+}
+
+async function captionSource(source, width, height, label) {
+  showError(null);
+  let canvas;
+  try {
+    canvas = toInputCanvas(source, width, height);
+  } catch (error) {
+    showError(error);
+    return;
+  }
+  canvas.dataset.label = label;
+  if (view.busy) {
+    view.pending = canvas;  // the latest input wins; it runs when the current one is done
+    return;
+  }
+  await run(canvas);
+}
+
+async function fromFile(file) {
+  if (!file) return;
+  if (!file.type.startsWith('image/')) {
+    showError(new Error(`${file.name || 'That file'} is not an image (${file.type || 'unknown type'}).`));
+    return;
+  }
+  markSample(null);
+  let bitmap;
+  try {
+    bitmap = await createImageBitmap(file);
+  } catch {
+    showError(new Error(`${file.name || 'That file'} could not be decoded as an image.`));
+    return;
+  }
+  try {
+    await captionSource(bitmap, bitmap.width, bitmap.height, file.name || 'your photo');
+  } finally {
+    bitmap.close();
+  }
+}
+
+function markSample(button) {
+  for (const other of byId('cap-gallery').children) other.setAttribute('aria-pressed', String(other === button));
+}
+
+async function fromSample(sample, button) {
+  markSample(button);
+  const image = new Image();
+  image.src = `/app/samples/${sample.file}`;
+  try {
+    await image.decode();
+  } catch {
+    showError(new Error(`The sample ${sample.file} could not be loaded.`));
+    return;
+  }
+  await captionSource(image, image.naturalWidth, image.naturalHeight, sample.alt);
+}
+
+async function renderGallery() {
+  const box = byId('cap-gallery');
+  let samples = [];
+  try {
+    const response = await fetch(SAMPLES_URL);
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    ({ samples } = await response.json());
+  } catch (error) {
+    box.append(el('p', { className: 'muted small', text: `The sample photos could not be loaded (${error.message}).` }));
+    return;
+  }
+  for (const sample of samples) {
+    const button = el('button', { className: 'cap-sample', attrs: {
+      type: 'button', 'aria-pressed': 'false', 'data-sample': sample.name, title: sample.alt,
+    } }, [el('img', { attrs: { src: `/app/samples/${sample.file}`, alt: sample.alt, width: sample.width,
+                               height: sample.height, loading: 'lazy', decoding: 'async' } })]);
+    button.addEventListener('click', () => fromSample(sample, button));
+    box.append(button);
+  }
+}
+
+function setupDrop() {
+  const drop = byId('cap-drop');
+  const panel = byId('tab-caption');
+  const file = byId('cap-file');
+  byId('cap-choose').addEventListener('click', () => file.click());
+  file.addEventListener('change', () => {
+    fromFile(file.files?.[0]);
+    file.value = '';  // choosing the same file again fires change again
+  });
+  // The whole panel takes drops, so a near miss still works; the box lights up while a file is over it.
+  panel.addEventListener('dragover', (event) => {
+    if (![...(event.dataTransfer?.types ?? [])].includes('Files')) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = 'copy';
+    drop.classList.add('over');
+  });
+  panel.addEventListener('dragleave', (event) => {
+    if (!panel.contains(event.relatedTarget)) drop.classList.remove('over');
+  });
+  panel.addEventListener('drop', (event) => {
+    drop.classList.remove('over');
+    const dropped = event.dataTransfer?.files?.[0];
+    if (!dropped) return;
+    event.preventDefault();
+    fromFile(dropped);
+  });
+}
+
+// ---------------------------------------------------------------- camera (opened only on click, always stopped)
+
+function stopCamera() {
+  view.stream?.getTracks().forEach((track) => track.stop());
+  view.stream = null;
+  const video = byId('cap-video');
+  video.srcObject = null;
+  byId('cap-camera-box').hidden = true;
+  byId('cap-camera').disabled = false;
+}
+
+async function openCamera() {
+  showError(null);
+  if (!navigator.mediaDevices?.getUserMedia) {
+    showError(new Error('This browser gives no camera access here (it needs a secure page: https or localhost).'));
+    return;
+  }
+  byId('cap-camera').disabled = true;
+  try {
+    view.stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: 'environment' }, audio: false });
+  } catch (error) {
+    byId('cap-camera').disabled = false;
+    showError(new Error(`The camera could not be opened: ${error.message || error.name}.`));
+    return;
+  }
+  const video = byId('cap-video');
+  video.srcObject = view.stream;
+  byId('cap-camera-box').hidden = false;
+  await video.play().catch(() => {});
+}
+
+async function snapCamera() {
+  const video = byId('cap-video');
+  const { videoWidth: width, videoHeight: height } = video;
+  if (!view.stream || !width) return;
+  const canvas = toInputCanvas(video, width, height);  // grab the frame before the stream stops
+  stopCamera();
+  markSample(null);
+  await captionSource(canvas, canvas.width, canvas.height, 'a camera photo');
+}
+
+// ---------------------------------------------------------------- captioning
+
+async function run(canvas) {
+  view.busy = true;
+  const stage = byId('cap-stage');
+  stage.setAttribute('aria-busy', 'true');
+  try {
+    const model = await ensureModel();
+    if (!model) return;
+    const context = canvas.getContext('2d', { willReadFrequently: true });
+    const pixels = context.getImageData(0, 0, canvas.width, canvas.height);
+    const started = performance.now();
+    const caption = await model.caption(pixels, { beam: Number(byId('cap-beam').value) });
+    const ms = Math.round(performance.now() - started);
+    view.input = canvas;
+    view.caption = caption;
+    view.selected = 0;
+    render(caption, ms, canvas.dataset.label);
+  } catch (error) {
+    showError(error);
+  } finally {
+    view.busy = false;
+    stage.removeAttribute('aria-busy');
+    const next = view.pending;
+    view.pending = null;
+    if (next) await run(next);
+  }
+}
+
+function render(caption, ms, label) {
+  byId('cap-result').hidden = false;
+  byId('cap-timing').textContent = `· captioned in ${ms} ms`;
+  byId('cap-grid-size').textContent = `${caption.gridHeight} × ${caption.gridWidth}`;
+  const photo = byId('cap-photo');
+  photo.width = view.input.width;
+  photo.height = view.input.height;
+  photo.getContext('2d').drawImage(view.input, 0, 0);
+  photo.setAttribute('aria-label', `The captioned photo: ${label}`);
+  const overlay = byId('cap-overlay');
+  overlay.width = photo.width;
+  overlay.height = photo.height;
+
+  const output = byId('cap-output');
+  output.replaceChildren();
+  output.dataset.text = caption.text;
+  if (caption.tokens.length === 0) output.textContent = '(the model wrote no words)';
+  caption.tokens.forEach((piece, i) => {
+    const word = el('button', { className: `cap-word${continues(piece) && i > 0 ? ' cont' : ''}`, text: wordOf(piece),
+                                attrs: { type: 'button', 'data-token': i, 'aria-pressed': String(i === 0) } });
+    word.addEventListener('pointerenter', () => select(i));
+    word.addEventListener('focus', () => select(i));
+    word.addEventListener('click', () => select(i));
+    output.append(word);
+  });
+  renderStrip(caption);
+  select(0);
+}
+
+function select(i) {
+  const caption = view.caption;
+  if (!caption || i < 0 || i >= caption.tokens.length) {
+    drawOverlay(byId('cap-overlay'), null, -1);
+    return;
+  }
+  view.selected = i;
+  byId('cap-output').querySelectorAll('.cap-word').forEach((word, k) => word.setAttribute('aria-pressed', String(k === i)));
+  byId('cap-strip').querySelectorAll('.cap-thumb').forEach((thumb, k) => thumb.classList.toggle('active', k === i));
+  const weights = matrixRow(caption.attention, i);
+  drawOverlay(byId('cap-overlay'), caption, i);
+  let best = 0;
+  for (let k = 1; k < weights.length; ++k) if (weights[k] > weights[best]) best = k;
+  const y = Math.floor(best / caption.gridWidth);
+  const x = best % caption.gridWidth;
+  byId('cap-readout').textContent = `“${wordOf(caption.tokens[i])}”: strongest attention ${(weights[best] * 100).toFixed(1)}% ` +
+    `on cell (row ${y + 1}, column ${x + 1}); a uniform spread would give ${(100 / weights.length).toFixed(1)}% per cell.`;
+}
+
+// The grid as a tiny RGBA image (one pixel per cell, alpha ∝ weight / max weight), for the browser to upsample.
+function heatGrid(caption, weights) {
+  const { gridWidth: w, gridHeight: h } = caption;
+  const grid = document.createElement('canvas');
+  grid.width = w;
+  grid.height = h;
+  const image = grid.getContext('2d').createImageData(w, h);
+  const max = Math.max(1e-12, ...weights);
+  for (let k = 0; k < w * h; ++k) {
+    const t = weights[k] / max;  // 0..1
+    // Transparent -> orange -> yellow-white as attention grows.
+    image.data[k * 4] = 255;
+    image.data[k * 4 + 1] = Math.round(90 + 150 * t);
+    image.data[k * 4 + 2] = Math.round(20 + 120 * t * t);
+    image.data[k * 4 + 3] = Math.round(215 * t);
+  }
+  grid.getContext('2d').putImageData(image, 0, 0);
+  return grid;
+}
+
+// Darkens the photo, then adds the heat; both upsampled from the grid with high-quality smoothing (bilinear or
+// better): each cell's value sits at its centre and blends into its neighbours.
+function drawOverlay(canvas, caption, token) {
+  const context = canvas.getContext('2d');
+  context.clearRect(0, 0, canvas.width, canvas.height);
+  delete canvas.dataset.token;
+  if (!caption || token < 0) return;
+  const weights = matrixRow(caption.attention, token);
+  const grid = heatGrid(caption, weights);
+  const veil = document.createElement('canvas');
+  veil.width = caption.gridWidth;
+  veil.height = caption.gridHeight;
+  const veilImage = veil.getContext('2d').createImageData(veil.width, veil.height);
+  const max = Math.max(1e-12, ...weights);
+  for (let k = 0; k < weights.length; ++k) veilImage.data[k * 4 + 3] = Math.round(150 * (1 - weights[k] / max));
+  veil.getContext('2d').putImageData(veilImage, 0, 0);
+  context.imageSmoothingEnabled = true;
+  context.imageSmoothingQuality = 'high';
+  context.drawImage(veil, 0, 0, canvas.width, canvas.height);
+  context.globalAlpha = 0.8;
+  context.drawImage(grid, 0, 0, canvas.width, canvas.height);
+  context.globalAlpha = 1;
+  canvas.dataset.token = String(token);
+}
+
+// One small picture per word: the photo with that word's overlay.
+function renderStrip(caption) {
+  const strip = byId('cap-strip');
+  strip.replaceChildren();
+  const scale = THUMB_HEIGHT / view.input.height;
+  const width = Math.max(1, Math.round(view.input.width * scale));
+  const ratio = Math.min(2, window.devicePixelRatio || 1);
+  caption.tokens.forEach((piece, i) => {
+    const canvas = el('canvas', { attrs: { 'aria-hidden': 'true' } });
+    canvas.width = Math.round(width * ratio);
+    canvas.height = Math.round(THUMB_HEIGHT * ratio);
+    const context = canvas.getContext('2d');
+    context.imageSmoothingQuality = 'high';
+    context.drawImage(view.input, 0, 0, canvas.width, canvas.height);
+    const overlay = document.createElement('canvas');
+    overlay.width = canvas.width;
+    overlay.height = canvas.height;
+    drawOverlay(overlay, caption, i);
+    context.drawImage(overlay, 0, 0);
+    const thumb = el('button', { className: 'cap-thumb', attrs: { type: 'button', 'aria-label': `attention of “${wordOf(piece)}”` } },
+                     [canvas, el('span', { text: wordOf(piece) })]);
+    thumb.addEventListener('pointerenter', () => select(i));
+    thumb.addEventListener('focus', () => select(i));
+    thumb.addEventListener('click', () => select(i));
+    strip.append(thumb);
+  });
+}
+
+// ---------------------------------------------------------------- set-up
+
+export function setupCaption({ entries, getModel, available }) {
+  view.entries = entries;
+  view.getModel = getModel;
+  view.available = available;
+  if (entries.length === 0) return;
+
+  const tab = byId('tab-btn-caption');
+  tab.disabled = false;
+  tab.removeAttribute('aria-disabled');
+  tab.removeAttribute('title');
+  tab.querySelector('small')?.remove();
+
+  const select = byId('cap-model');
+  for (const entry of entries) {
+    const option = el('option', { text: `${entry.label ?? entry.id}${available(entry) ? '' : ' (not available yet)'}`,
+                                  attrs: { value: entry.id } });
+    option.disabled = !available(entry);
+    select.append(option);
+  }
+  select.value = (entries.find(available) ?? entries[0]).id;
+  select.addEventListener('change', () => {
+    view.loading?.abort();  // a different captioner: stop downloading the previous one
+    view.model = null;
+    ensureModel();
+  });
+  setStatus('The model loads when you open this tab.');
+
+  setupDrop();
+  byId('cap-camera').addEventListener('click', openCamera);
+  byId('cap-snap').addEventListener('click', snapCamera);
+  byId('cap-camera-stop').addEventListener('click', stopCamera);
+  renderGallery();
+
+  // Download the weights the first time the tab is shown; stop the camera whenever it is hidden.
+  const panel = byId('tab-caption');
+  let loaded = false;
+  new MutationObserver(() => {
+    if (panel.hidden) {
+      stopCamera();
+      return;
+    }
+    if (!loaded) {
+      loaded = true;
+      ensureModel();
+    }
+  }).observe(panel, { attributes: true, attributeFilter: ['hidden'] });
+  window.addEventListener('pagehide', stopCamera);
+}

@@ -1,0 +1,562 @@
+// The Self-attention tab: a Transformer's attention in every layer and head, drawn on <canvas>.
+//   head view   (bertviz style) the query tokens on the left, the key tokens on the right, a line from each
+//               query to each key with opacity = weight, one colour per head; hovering a token (or picking it
+//               with the keyboard) keeps only its lines;
+//   model view  a grid of small heatmaps, one per (layer, head); clicking one opens it in the head view.
+// Every weight comes from the engine (Translation.encoderSelfAttention / decoderSelfAttention / crossAttention);
+// this module only draws. main.mjs calls setupSelfAttention() once it has read the manifest.
+import { attentionHead } from '/lib/index.mjs';
+
+const byId = (id) => document.getElementById(id);
+
+// The first sample is the long-range one: "its" refers back to "Law", eight words earlier.
+const SAMPLES = {
+  en: ['The Law will never be perfect, but its application should be just.',
+       'The animal did not cross the street because it was too tired.',
+       'A dog runs on the beach.', 'Two men are playing soccer in a park.'],
+};
+
+const KINDS = {
+  encoder: {
+    tensor: 'encoderSelfAttention', left: 'source', right: 'source',
+    explain: 'Encoder self-attention: every source token scores every source token, in both directions, in every layer.',
+  },
+  decoder: {
+    tensor: 'decoderSelfAttention', left: 'decoder', right: 'decoder',
+    explain: 'Decoder self-attention: each position scores only itself and the positions before it (a causal mask hides ' +
+             'words not written yet). The positions are the decoder inputs: ⟨s⟩, then the words written so far.',
+  },
+  cross: {
+    tensor: 'crossAttention', left: 'decoder', right: 'source',
+    explain: 'Cross-attention: each decoder position (left) scores every source token (right); position i writes ' +
+             'output word i. Averaged over the heads of the last layer, this is the alignment of the Translate tab.',
+  },
+};
+const SIDE_NAMES = { source: 'source', decoder: 'decoder input' };
+
+// One colour per head (Tableau 10, then lighter twins), as RGB so lines and boxes can take a weight as alpha.
+const HEAD_COLOURS = [
+  [31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40], [148, 103, 189], [140, 86, 75], [227, 119, 194],
+  [127, 127, 127], [188, 189, 34], [23, 190, 207], [174, 199, 232], [255, 187, 120], [152, 223, 138],
+  [255, 152, 150], [197, 176, 213], [196, 156, 148],
+];
+const headColour = (h) => HEAD_COLOURS[h % HEAD_COLOURS.length];
+const rgb = (c, alpha = 1) => `rgba(${c[0]}, ${c[1]}, ${c[2]}, ${alpha})`;
+
+// Head view geometry, in CSS pixels.
+const ROW = 22;          // one token per row
+const TOP = 26;          // room for the column titles
+const PAD = 8;           // canvas edge to label
+const BOX = 5;           // width of one head's weight box beside a label
+const MIN_WEIGHT = 0.01; // lines fainter than this are not drawn
+const FONT = '13px system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", sans-serif';
+const THUMB = 76;        // model view heatmap size
+
+const view = {
+  entries: [],
+  getModel: null,
+  available: () => false,
+  loading: null,        // AbortController of the download in progress
+  translation: null,
+  kind: 'encoder',
+  layer: 0,
+  heads: new Set(),
+  pinned: null,         // left token chosen with the keyboard / the "Lines from" picker
+  hover: null,          // { side: 'left' | 'right', index } under the pointer
+  geometry: null,       // where the last head view put things, for hit-testing
+  drawnWidth: 0,
+};
+
+// ---------------------------------------------------------------- helpers
+
+function el(tag, { className, text, attrs } = {}, children = []) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  for (const [key, value] of Object.entries(attrs ?? {})) node.setAttribute(key, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
+// SentencePiece marks a word start with "▁": show the word without it, and a piece that continues a word with a
+// leading "·" (the canvas cannot join it to the previous piece as the Translate tab does).
+function tokenLabel(piece) {
+  if (piece === '</s>') return '⟨end⟩';
+  if (piece === '<s>') return '⟨s⟩';
+  if (piece.startsWith('▁')) return piece.slice(1) || '␣';
+  return `·${piece}`;
+}
+
+function formatBytes(n) {
+  if (!n) return '0 B';
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(0)} kB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+function showError(error) {
+  const node = byId('sa-error');
+  node.textContent = error ? (error.message ?? String(error)) : '';
+  node.hidden = !error;
+}
+
+function setStatus(text, { progress = null, source = null, error = false } = {}) {
+  byId('sa-status-text').textContent = text;
+  const bar = byId('sa-progress');
+  bar.hidden = progress === null;
+  if (progress !== null) bar.value = progress;
+  const status = byId('sa-status');
+  status.classList.toggle('error', error);
+  if (source) status.dataset.source = source;
+  else delete status.dataset.source;
+}
+
+const currentEntry = () => view.entries.find((entry) => entry.id === byId('sa-model').value);
+
+// The tokens on each side of the current kind: the decoder's positions are its inputs, <s> y1 .. y(T-1).
+function sideTokens(t, side) {
+  if (side === 'source') return t.sourceTokens;
+  return t.targetTokens.length ? ['<s>', ...t.targetTokens.slice(0, -1)] : [];
+}
+
+function current() {
+  const t = view.translation;
+  const kind = KINDS[view.kind];
+  const tensor = t[kind.tensor];
+  return { t, kind, tensor, left: sideTokens(t, kind.left), right: sideTokens(t, kind.right) };
+}
+
+// ---------------------------------------------------------------- model loading
+
+async function loadSelected() {
+  const entry = currentEntry();
+  byId('sa-run').disabled = true;
+  renderSamples(entry);
+  if (!entry || !view.available(entry)) {
+    setStatus(entry ? `${entry.label ?? entry.id} is not available yet.` : 'No Transformer models yet.');
+    return;
+  }
+  view.loading?.abort();
+  const controller = new AbortController();
+  view.loading = controller;
+  const label = entry.label ?? entry.id;
+  setStatus(`Loading ${label}…`, { progress: 0 });
+  const started = performance.now();
+  try {
+    const model = await view.getModel(entry, ({ loaded, total }) => {
+      if (controller.signal.aborted) return;
+      setStatus(`Downloading ${label}: ${formatBytes(loaded)} of ${formatBytes(total)}`, { progress: total ? loaded / total : 0 });
+    }, controller.signal);
+    if (controller.signal.aborted || currentEntry() !== entry) return;
+    setStatus(`${label} ready (${formatBytes(entry.bytes)}, ${model.fromCache ? 'from cache' : 'downloaded'}, ` +
+              `${Math.round(performance.now() - started)} ms)`, { source: model.fromCache ? 'cache' : 'network' });
+    byId('sa-run').disabled = false;
+  } catch (error) {
+    if (!controller.signal.aborted) setStatus(error.message, { error: true });
+  }
+}
+
+function renderSamples(entry) {
+  const box = byId('sa-samples');
+  box.replaceChildren();
+  if (!entry) return;
+  for (const text of SAMPLES[entry.src] ?? []) {
+    const chip = el('button', { className: 'chip', text, attrs: { type: 'button', lang: entry.src } });
+    chip.addEventListener('click', () => {
+      byId('sa-input').value = text;
+      if (!byId('sa-run').disabled) run();
+    });
+    box.append(chip);
+  }
+  byId('sa-input').setAttribute('lang', entry.src);
+}
+
+async function run() {
+  const entry = currentEntry();
+  const button = byId('sa-run');
+  showError(null);
+  if (!entry || button.disabled) return;
+  button.disabled = true;
+  button.setAttribute('aria-busy', 'true');
+  try {
+    const model = await view.getModel(entry);
+    const started = performance.now();
+    const t = await model.translate(byId('sa-input').value, { beam: 1 });
+    if (!t.encoderSelfAttention) throw new Error(`${entry.label ?? entry.id} is not a Transformer: it has no self-attention to show`);
+    byId('sa-timing').textContent = `${Math.round(performance.now() - started)} ms`;
+    view.translation = t;
+    byId('sa-result').hidden = false;
+    const output = byId('sa-output');
+    output.textContent = t.text;
+    output.lang = entry.tgt;
+    selectKind(view.kind);
+  } catch (error) {
+    showError(error);
+  } finally {
+    button.disabled = false;
+    button.removeAttribute('aria-busy');
+  }
+}
+
+// ---------------------------------------------------------------- controls
+
+// A new kind (or a new translation): rebuild the layer, head and token pickers, keeping what still fits.
+function selectKind(kind) {
+  view.kind = kind;
+  const { tensor, left } = current();
+  byId('sa-explain').textContent = KINDS[kind].explain;
+  view.layer = Math.min(view.layer, tensor.layers - 1);
+  const kept = [...view.heads].filter((h) => h < tensor.heads);
+  view.heads = new Set(kept.length ? kept : Array.from({ length: tensor.heads }, (_, h) => h));
+  view.pinned = null;
+  view.hover = null;
+
+  const layerSelect = byId('sa-layer');
+  layerSelect.replaceChildren(...Array.from({ length: tensor.layers }, (_, l) =>
+    el('option', { text: `Layer ${l + 1} of ${tensor.layers}`, attrs: { value: l } })));
+  layerSelect.value = String(view.layer);
+
+  const headBox = byId('sa-heads');
+  headBox.replaceChildren(el('legend', { text: 'Heads' }));
+  for (let h = 0; h < tensor.heads; ++h) {
+    const box = el('input', { attrs: { type: 'checkbox', value: h } });
+    box.checked = view.heads.has(h);
+    box.addEventListener('change', () => {
+      if (box.checked) view.heads.add(h);
+      else view.heads.delete(h);
+      redraw();
+    });
+    const label = el('label', { className: 'sa-head' }, [box, el('span', { className: 'sa-swatch', attrs: { 'aria-hidden': 'true' } }),
+                                                         `Head ${h + 1}`]);
+    label.style.setProperty('--c', rgb(headColour(h)));
+    headBox.append(label);
+  }
+
+  const focus = byId('sa-focus');
+  focus.replaceChildren(el('option', { text: 'every token', attrs: { value: '' } }),
+                        ...left.map((piece, i) => el('option', { text: `${i + 1}. ${tokenLabel(piece)}`, attrs: { value: i } })));
+  focus.value = '';
+  buildModelView();
+  redraw();
+}
+
+function setPinned(index) {
+  const { left } = current();
+  view.pinned = index === null || left.length === 0 ? null : Math.max(0, Math.min(left.length - 1, index));
+  byId('sa-focus').value = view.pinned === null ? '' : String(view.pinned);
+  drawHeadView();
+}
+
+function redraw() {
+  syncHeadControls();
+  drawHeadView();
+}
+
+function syncHeadControls() {
+  byId('sa-heads').querySelectorAll('input').forEach((box) => { box.checked = view.heads.has(Number(box.value)); });
+  byId('sa-layer').value = String(view.layer);
+  byId('sa-grid').querySelectorAll('.sa-thumb').forEach((thumb) => {
+    const on = Number(thumb.dataset.layer) === view.layer && view.heads.has(Number(thumb.dataset.head));
+    thumb.setAttribute('aria-pressed', String(on));
+  });
+}
+
+// ---------------------------------------------------------------- head view
+
+function drawHeadView() {
+  const canvas = byId('sa-canvas');
+  const box = canvas.parentElement;
+  if (!view.translation || box.clientWidth === 0) return;  // hidden: the ResizeObserver draws when it shows
+  const { kind, tensor, left, right } = current();
+  const head = (h) => attentionHead(tensor, view.layer, h);
+  const heads = [...view.heads].sort((a, b) => a - b);
+  const focus = view.hover ?? (view.pinned === null ? null : { side: 'left', index: view.pinned });
+
+  const width = box.clientWidth;
+  const height = TOP + Math.max(left.length, right.length, 1) * ROW + PAD;
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = Math.round(width * dpr);
+  canvas.height = Math.round(height * dpr);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  view.drawnWidth = width;
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  ctx.font = FONT;
+  ctx.textBaseline = 'middle';
+
+  const leftLabels = left.map(tokenLabel);
+  const rightLabels = right.map(tokenLabel);
+  const widest = Math.max(40, ...[...leftLabels, ...rightLabels].map((s) => ctx.measureText(s).width));
+  const labelWidth = Math.min(widest + 8, width * 0.28);
+  const boxes = width >= 480 ? tensor.heads * BOX : 0;  // per-head weight boxes beside the labels, if there is room
+  const leftText = PAD + labelWidth;                       // right edge of the left labels
+  const rightText = width - PAD - labelWidth;              // left edge of the right labels
+  const x1 = leftText + 4 + boxes + 4;
+  const x2 = rightText - 4 - boxes - 4;
+  const y = (i) => TOP + (i + 0.5) * ROW;
+  view.geometry = { x1, x2, left: left.length, right: right.length };
+
+  // Column titles, from the canvas edges so they fit however narrow the labels are.
+  ctx.fillStyle = '#5b6576';
+  ctx.font = `600 11px ${FONT.replace(/^13px /, '')}`;
+  ctx.textAlign = 'left';
+  ctx.fillText(`${SIDE_NAMES[kind.left]} (query)`.toUpperCase(), PAD, TOP / 2, width / 2 - 2 * PAD);
+  ctx.textAlign = 'right';
+  ctx.fillText(`${SIDE_NAMES[kind.right]} (key)`.toUpperCase(), width - PAD, TOP / 2, width / 2 - 2 * PAD);
+  ctx.font = FONT;
+
+  // Lines: query i → key j, one colour per head, opacity = weight.
+  ctx.lineWidth = 2;
+  ctx.lineCap = 'round';
+  for (const h of heads) {
+    const a = head(h);
+    ctx.strokeStyle = rgb(headColour(h));
+    for (let i = 0; i < a.rows; ++i) {
+      if (focus?.side === 'left' && focus.index !== i) continue;
+      for (let j = 0; j < a.cols; ++j) {
+        if (focus?.side === 'right' && focus.index !== j) continue;
+        const w = a.data[i * a.cols + j];
+        if (w < MIN_WEIGHT) continue;
+        ctx.globalAlpha = w;
+        ctx.beginPath();
+        ctx.moveTo(x1, y(i));
+        ctx.lineTo(x2, y(j));
+        ctx.stroke();
+      }
+    }
+  }
+  ctx.globalAlpha = 1;
+
+  // With a focused token, the other side shows each head's weight as a box beside its label.
+  if (focus && boxes) {
+    const other = focus.side === 'left' ? right.length : left.length;
+    for (const h of heads) {
+      const a = head(h);
+      for (let k = 0; k < other; ++k) {
+        const w = focus.side === 'left' ? a.data[focus.index * a.cols + k] : a.data[k * a.cols + focus.index];
+        ctx.fillStyle = rgb(headColour(h), w);
+        const x = focus.side === 'left' ? rightText - 4 - boxes + h * BOX : leftText + 4 + h * BOX;
+        ctx.fillRect(x, y(k) - ROW / 2 + 3, BOX - 1, ROW - 6);
+      }
+    }
+  }
+
+  // Labels, the focused one on a tinted background.
+  const drawLabels = (labels, side, x, align) => {
+    ctx.textAlign = align;
+    labels.forEach((label, i) => {
+      const focused = focus?.side === side && focus.index === i;
+      if (focused) {
+        ctx.fillStyle = '#fde7da';
+        ctx.fillRect(align === 'right' ? x - labelWidth : x - 3, y(i) - ROW / 2 + 1, labelWidth + 3, ROW - 2);
+      }
+      ctx.fillStyle = focused ? '#c2410c' : '#1d2430';
+      ctx.font = focused ? `600 ${FONT}` : FONT;
+      ctx.fillText(label, x, y(i), labelWidth);
+    });
+    ctx.font = FONT;
+  };
+  drawLabels(leftLabels, 'left', leftText, 'right');
+  drawLabels(rightLabels, 'right', rightText, 'left');
+
+  Object.assign(canvas.dataset, {
+    kind: view.kind, layer: String(view.layer), heads: heads.join(','),
+    leftTokens: JSON.stringify(left), rightTokens: JSON.stringify(right),
+  });
+  canvas.setAttribute('aria-label', `Head view of the ${view.kind} attention, layer ${view.layer + 1}, ` +
+    `${heads.length ? `head${heads.length > 1 ? 's' : ''} ${heads.map((h) => h + 1).join(', ')}` : 'no head selected'}: ` +
+    `${left.length} query tokens, ${right.length} key tokens. Arrow keys pick a query token, Escape shows all.`);
+  writeReadout(focus, leftLabels, rightLabels, heads, head);
+}
+
+// The strongest links of the focused token, in words: the numbers behind the brightest lines.
+function writeReadout(focus, leftLabels, rightLabels, heads, head) {
+  const out = byId('sa-readout');
+  if (!focus || heads.length === 0) {
+    out.textContent = heads.length ? 'Hover a token (or pick one with the arrow keys) to see only its lines.' : 'Select a head.';
+    return;
+  }
+  const links = [];
+  for (const h of heads) {
+    const a = head(h);
+    const count = focus.side === 'left' ? a.cols : a.rows;
+    for (let k = 0; k < count; ++k) {
+      const w = focus.side === 'left' ? a.data[focus.index * a.cols + k] : a.data[k * a.cols + focus.index];
+      links.push({ k, h, w });
+    }
+  }
+  links.sort((p, q) => q.w - p.w);
+  const top = links.slice(0, 3).map(({ k, h, w }) =>
+    `“${(focus.side === 'left' ? rightLabels : leftLabels)[k]}” ${w.toFixed(2)} (head ${h + 1})`);
+  const name = (focus.side === 'left' ? leftLabels : rightLabels)[focus.index];
+  out.textContent = focus.side === 'left' ? `“${name}” attends most to ${top.join(', ')}.`
+                                          : `“${name}” is attended to most by ${top.join(', ')}.`;
+}
+
+function tokenAt(event) {
+  const g = view.geometry;
+  if (!g) return null;
+  const rect = event.currentTarget.getBoundingClientRect();
+  const x = event.clientX - rect.left;
+  const index = Math.floor((event.clientY - rect.top - TOP) / ROW);
+  if (index < 0) return null;
+  if (x < g.x1 && index < g.left) return { side: 'left', index };
+  if (x > g.x2 && index < g.right) return { side: 'right', index };
+  return null;
+}
+
+function setupHeadView() {
+  const canvas = byId('sa-canvas');
+  canvas.addEventListener('pointermove', (event) => {
+    const hit = tokenAt(event);
+    if (hit?.side === view.hover?.side && hit?.index === view.hover?.index) return;
+    if (!hit && !view.hover) return;
+    view.hover = hit;
+    drawHeadView();
+  });
+  canvas.addEventListener('pointerleave', () => {
+    if (!view.hover) return;
+    view.hover = null;
+    drawHeadView();
+  });
+  canvas.addEventListener('keydown', (event) => {
+    if (!view.translation) return;
+    const step = { ArrowDown: 1, ArrowUp: -1 }[event.key];
+    if (step) {
+      event.preventDefault();
+      setPinned(view.pinned === null ? (step > 0 ? 0 : current().left.length - 1) : view.pinned + step);
+    } else if (event.key === 'Escape') {
+      setPinned(null);
+    }
+  });
+  byId('sa-focus').addEventListener('change', (event) => setPinned(event.target.value === '' ? null : Number(event.target.value)));
+  byId('sa-layer').addEventListener('change', (event) => {
+    view.layer = Number(event.target.value);
+    redraw();
+  });
+  byId('sa-all-heads').addEventListener('click', () => {
+    if (!view.translation) return;
+    view.heads = new Set(Array.from({ length: current().tensor.heads }, (_, h) => h));
+    redraw();
+  });
+  for (const radio of document.querySelectorAll('input[name="sa-kind"]')) {
+    radio.addEventListener('change', () => { if (radio.checked && view.translation) selectKind(radio.value); });
+  }
+  // Redraw when the panel is shown or resized: the canvas takes its container's width.
+  new ResizeObserver(() => {
+    if (canvas.parentElement.clientWidth !== view.drawnWidth) drawHeadView();
+  }).observe(canvas.parentElement);
+}
+
+// ---------------------------------------------------------------- model view
+
+function buildModelView() {
+  const { tensor } = current();
+  const grid = byId('sa-grid');
+  grid.style.setProperty('--heads', String(tensor.heads));
+  grid.dataset.layers = String(tensor.layers);
+  grid.dataset.heads = String(tensor.heads);
+  const cells = [el('span', { attrs: { 'aria-hidden': 'true' } })];
+  for (let h = 0; h < tensor.heads; ++h) {
+    const title = el('span', { className: 'sa-grid-head', text: `Head ${h + 1}` });
+    title.style.setProperty('--c', rgb(headColour(h)));
+    cells.push(title);
+  }
+  for (let l = 0; l < tensor.layers; ++l) {
+    cells.push(el('span', { className: 'sa-grid-layer', text: `Layer ${l + 1}` }));
+    for (let h = 0; h < tensor.heads; ++h) {
+      const canvas = el('canvas', { attrs: { 'aria-hidden': 'true' } });
+      const thumb = el('button', { className: 'sa-thumb', attrs: {
+        type: 'button', 'data-layer': l, 'data-head': h, 'aria-pressed': 'false',
+        'aria-label': `Layer ${l + 1}, head ${h + 1}: open in the head view`,
+      } }, [canvas]);
+      thumb.addEventListener('click', () => {
+        view.layer = l;
+        view.heads = new Set([h]);
+        redraw();
+        byId('sa-canvas').scrollIntoView({ block: 'nearest' });
+      });
+      drawThumbnail(canvas, attentionHead(tensor, l, h), headColour(h));
+      cells.push(thumb);
+    }
+  }
+  grid.replaceChildren(...cells);
+}
+
+// One head as a heatmap: rows = queries, columns = keys, the head's colour at opacity = weight on white. Drawn
+// one pixel per weight, then scaled up without smoothing so the cells stay crisp at any devicePixelRatio.
+function drawThumbnail(canvas, a, colour) {
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = Math.round(THUMB * dpr);
+  canvas.height = Math.round(THUMB * dpr);
+  canvas.style.width = `${THUMB}px`;
+  canvas.style.height = `${THUMB}px`;
+  const ctx = canvas.getContext('2d');
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  if (a.rows === 0 || a.cols === 0) return;
+  const pixels = new ImageData(a.cols, a.rows);
+  for (let k = 0; k < a.rows * a.cols; ++k) {
+    const w = a.data[k];
+    for (let c = 0; c < 3; ++c) pixels.data[4 * k + c] = Math.round(255 + (colour[c] - 255) * w);
+    pixels.data[4 * k + 3] = 255;
+  }
+  const source = document.createElement('canvas');
+  source.width = a.cols;
+  source.height = a.rows;
+  source.getContext('2d').putImageData(pixels, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(source, 0, 0, canvas.width, canvas.height);
+}
+
+// ---------------------------------------------------------------- setup
+
+/**
+ * Enables the tab when the manifest lists a Transformer. entries: manifest entries with arch "transformer";
+ * getModel(entry, onProgress, signal) and available(entry) are the page's shared model cache and check.
+ */
+export function setupSelfAttention({ entries, getModel, available }) {
+  view.entries = entries;
+  view.getModel = getModel;
+  view.available = available;
+  if (entries.length === 0) return;
+
+  const tab = byId('tab-btn-selfattention');
+  tab.disabled = false;
+  tab.removeAttribute('aria-disabled');
+  tab.removeAttribute('title');
+  tab.querySelector('small')?.remove();
+
+  const select = byId('sa-model');
+  for (const entry of entries) {
+    const option = el('option', { text: `${entry.label ?? entry.id}${available(entry) ? '' : ' (not available yet)'}`,
+                                  attrs: { value: entry.id } });
+    option.disabled = !available(entry);
+    select.append(option);
+  }
+  const first = entries.find(available) ?? entries[0];
+  select.value = first.id;
+  byId('sa-input').value = (SAMPLES[first.src] ?? [''])[0];
+  renderSamples(first);
+  setStatus('The model loads when you open this tab.');
+
+  select.addEventListener('change', loadSelected);
+  byId('sa-run').addEventListener('click', run);
+  byId('sa-input').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey) {
+      event.preventDefault();
+      run();
+    }
+  });
+  setupHeadView();
+
+  // Download the weights the first time the tab is shown, not on page load.
+  const panel = byId('tab-selfattention');
+  const observer = new MutationObserver(() => {
+    if (panel.hidden) return;
+    observer.disconnect();
+    loadSelected();
+  });
+  observer.observe(panel, { attributes: true, attributeFilter: ['hidden'] });
+}
