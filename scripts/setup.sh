@@ -13,6 +13,7 @@ debian_packages=(
   libstb-dev
   python3-torch python3-numpy python3-sentencepiece python3-pil libopenblas0-pthread
   flatbuffers-compiler python3-flatbuffers python3-skimage
+  python3-onnx
   chromium
 )
 if [ "${ATTNLAB_SKIP_APT:-0}" != 1 ]; then

@@ -1,0 +1,250 @@
+// Translation benchmark of the engine core: greedy decoding at batch 1 with per-phase timing, for the comparison
+// with PyTorch eager (bench/bench_pytorch.py) that scripts/bench_translate.mjs runs on the same source ids.
+//
+//   bench_translate --model FILE.gguf --ids FILE [--limit N] [--profile]
+//
+// --ids: one sentence per line, its source ids (already ending with EOS) separated by spaces; the JS benchmark
+// writes them from attnlab's own tokenizer, so every engine sees identical input. Each sentence is encoded once
+// and decoded greedily (decode::greedy_search, the engine's search); the max length rule is the engine's
+// (floor(1.5 |source| + 10)). --profile adds a second pass that times the parts of one decoder step:
+//   RNN:          attention (scores, softmax, context), GRU cell, deep output, output projection (logits)
+//   Transformer:  step without the output projection (self + cross attention + FF, all layers), output projection
+// The LAST line is one JSON object: {"model", "architecture", "sentences", "tokens", "steps", "encoder_ms",
+// "per_token_ms", "total_ms", "targets": [[ids]...], "profile": {phase: ms per step}}.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attnlab/decode/search.hpp"
+#include "attnlab/error.hpp"
+#include "attnlab/io/gguf.hpp"
+#include "attnlab/kernels/kernels.hpp"
+#include "attnlab/models/rnn_seq2seq.hpp"
+#include "attnlab/models/transformer.hpp"
+#include "attnlab/nn/attention.hpp"
+#include "attnlab/nn/linear.hpp"
+#include "attnlab/nn/multihead.hpp"
+#include "attnlab/nn/rnn.hpp"
+
+using namespace attnlab;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::vector<std::vector<int32_t>> read_ids(const std::string& path, int limit) {
+    std::ifstream in(path);
+    check(bool(in), "cannot read " + path);
+    std::vector<std::vector<int32_t>> out;
+    std::string line;
+    while (std::getline(in, line) && (limit <= 0 || int(out.size()) < limit)) {
+        std::istringstream fields(line);
+        std::vector<int32_t> ids;
+        for (int32_t id; fields >> id;) ids.push_back(id);
+        check(!ids.empty(), path + ": empty line " + std::to_string(out.size() + 1));
+        out.push_back(std::move(ids));
+    }
+    check(!out.empty(), path + " has no sentences");
+    return out;
+}
+
+struct Totals {
+    double encoder_ms = 0, decoder_ms = 0;
+    long tokens = 0, steps = 0;
+    std::vector<std::vector<int32_t>> targets;
+};
+
+// Encoder once, then the engine's greedy search; Encode(ids) -> encoded, MakeDecoder(encoded) -> decode::Decoder.
+template <typename Encode, typename MakeDecoder>
+Totals run_greedy(const std::vector<std::vector<int32_t>>& sentences, Encode encode, MakeDecoder make_decoder) {
+    Totals totals;
+    const decode::SearchOptions options;  // greedy, 1.5 |source| + 10
+    for (const auto& ids : sentences) {
+        auto t0 = Clock::now();
+        auto encoded = encode(ids);
+        totals.encoder_ms += ms_since(t0);
+        t0 = Clock::now();
+        auto decoder = make_decoder(encoded);
+        const decode::Hypothesis result = decode::greedy_search(decoder, options);
+        totals.decoder_ms += ms_since(t0);
+        totals.tokens += long(result.tokens.size());
+        totals.steps += long(result.tokens.size()) + (result.finished ? 1 : 0);
+        totals.targets.push_back(result.tokens);
+    }
+    return totals;
+}
+
+// The RNN step of models/rnn_seq2seq.cpp (rnn_step), split into timed phases; returns the argmax token.
+struct RnnProfile {
+    double attention = 0, gru = 0, deep_output = 0, projection = 0, other = 0;
+    long steps = 0;
+};
+
+void profile_rnn(const models::RnnSeq2Seq& model, const std::vector<std::vector<int32_t>>& sentences,
+                 RnnProfile& p) {
+    const auto& c = model.config;
+    const int memory = 2 * c.encoder_hidden;
+    std::vector<float> gru_input(std::size_t(c.embedding + memory)), deep_input(std::size_t(c.decoder_hidden + memory + c.embedding));
+    std::vector<float> t(std::size_t(c.embedding)), logits(std::size_t(c.target_vocab)), next(std::size_t(c.decoder_hidden));
+    for (const auto& ids : sentences) {
+        const models::RnnEncoded encoded = models::rnn_encode(model, ids);
+        std::vector<float> state(encoded.initial_state.begin(), encoded.initial_state.end());
+        const int limit = decode::max_target_length({}, int(ids.size()));
+        int32_t token = model.bos;
+        for (int i = 0; i < limit; ++i) {
+            auto t0 = Clock::now();
+            models::embedding_row(model.target_embedding, token, gru_input.data());
+            p.other += ms_since(t0);
+            t0 = Clock::now();
+            const nn::AttentionResult attention = nn::attend(model.attention, encoded.keys, state.data(), encoded.memory, nullptr);
+            p.attention += ms_since(t0);
+            t0 = Clock::now();
+            std::copy(attention.context.begin(), attention.context.end(), gru_input.begin() + c.embedding);
+            nn::gru_step(model.decoder, gru_input.data(), state.data(), next.data());
+            p.gru += ms_since(t0);
+            t0 = Clock::now();
+            std::copy(next.begin(), next.end(), deep_input.begin());
+            std::copy(attention.context.begin(), attention.context.end(), deep_input.begin() + c.decoder_hidden);
+            std::copy(gru_input.begin(), gru_input.begin() + c.embedding, deep_input.begin() + c.decoder_hidden + memory);
+            nn::linear(model.deep_output, deep_input.data(), 1, t.data());
+            kernels::activate(t.data(), t.size(), kernels::Activation::tanh);
+            p.deep_output += ms_since(t0);
+            t0 = Clock::now();
+            nn::linear(model.target_embedding, t.data(), 1, logits.data());
+            p.projection += ms_since(t0);
+            t0 = Clock::now();
+            token = kernels::argmax(logits.data(), c.target_vocab);
+            state.swap(next);
+            p.other += ms_since(t0);
+            ++p.steps;
+            if (token == model.eos) break;
+        }
+    }
+}
+
+struct TransformerProfile {
+    double layers = 0, projection = 0;
+    long steps = 0;
+};
+
+void profile_transformer(const models::Transformer& model, const std::vector<std::vector<int32_t>>& sentences,
+                         TransformerProfile& p) {
+    std::vector<float> logits(std::size_t(model.config.target_vocab));
+    for (const auto& ids : sentences) {
+        const models::TransformerEncoded encoded = models::transformer_encode(model, ids);
+        const int limit = decode::max_target_length({}, int(ids.size()));
+        // Two caches fed the same tokens: one step without the output projection, one with; the difference is
+        // the projection (LN_dec + E_tgtᵀ).
+        std::vector<nn::KVCache> without, with;
+        for (const models::TransformerDecoderLayer& layer : model.decoder) {
+            without.push_back(nn::make_kv_cache(layer.self_attention, limit + 1));
+            with.push_back(nn::make_kv_cache(layer.self_attention, limit + 1));
+        }
+        int32_t token = model.bos;
+        for (int i = 0; i < limit; ++i) {
+            auto t0 = Clock::now();
+            models::transformer_step(model, encoded, token, without, nullptr, nullptr);
+            const double layers = ms_since(t0);
+            t0 = Clock::now();
+            models::transformer_step(model, encoded, token, with, logits.data(), nullptr);
+            const double full = ms_since(t0);
+            p.layers += layers;
+            p.projection += std::max(0.0, full - layers);
+            ++p.steps;
+            token = kernels::argmax(logits.data(), model.config.target_vocab);
+            if (token == model.eos) break;
+        }
+    }
+}
+
+void print_targets(const std::vector<std::vector<int32_t>>& targets) {
+    std::printf("\"targets\": [");
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        std::printf("%s[", i ? ", " : "");
+        for (std::size_t j = 0; j < targets[i].size(); ++j) std::printf("%s%d", j ? ", " : "", targets[i][j]);
+        std::printf("]");
+    }
+    std::printf("]");
+}
+
+int run(int argc, char** argv) {
+    std::string model_path, ids_path;
+    int limit = 0;
+    bool profile = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--model" && i + 1 < argc) model_path = argv[++i];
+        else if (arg == "--ids" && i + 1 < argc) ids_path = argv[++i];
+        else if (arg == "--limit" && i + 1 < argc) limit = std::stoi(argv[++i]);
+        else if (arg == "--profile") profile = true;
+        else fail("usage: bench_translate --model FILE.gguf --ids FILE [--limit N] [--profile]");
+    }
+    check(!model_path.empty() && !ids_path.empty(), "bench_translate: --model and --ids are required");
+    const auto sentences = read_ids(ids_path, limit);
+    auto t0 = Clock::now();
+    const gguf::File file = gguf::File::open(model_path);
+    const std::string architecture = file.get_string("general.architecture");
+    Totals totals;
+    std::string profile_json = "{}";
+    char buffer[512];
+    if (architecture == "attnlab.bahdanau") {
+        const models::RnnSeq2Seq model = models::load_rnn_seq2seq(file);
+        const double load_ms = ms_since(t0);
+        totals = run_greedy(sentences, [&](const std::vector<int32_t>& ids) { return models::rnn_encode(model, ids); },
+                            [&](const models::RnnEncoded& e) { return models::RnnDecoder(model, e); });
+        if (profile) {
+            RnnProfile p;
+            profile_rnn(model, sentences, p);
+            const double n = double(std::max(1L, p.steps));
+            std::snprintf(buffer, sizeof buffer,
+                          "{\"attention\": %.5f, \"gru\": %.5f, \"deep_output\": %.5f, \"output_projection\": %.5f, "
+                          "\"other\": %.5f, \"load_ms\": %.3f}",
+                          p.attention / n, p.gru / n, p.deep_output / n, p.projection / n, p.other / n, load_ms);
+            profile_json = buffer;
+        }
+    } else if (architecture == "attnlab.transformer") {
+        const models::Transformer model = models::load_transformer(file);
+        const double load_ms = ms_since(t0);
+        totals = run_greedy(sentences, [&](const std::vector<int32_t>& ids) { return models::transformer_encode(model, ids); },
+                            [&](const models::TransformerEncoded& e) { return models::TransformerDecoder(model, e); });
+        if (profile) {
+            TransformerProfile p;
+            profile_transformer(model, sentences, p);
+            const double n = double(std::max(1L, p.steps));
+            std::snprintf(buffer, sizeof buffer, "{\"layers\": %.5f, \"output_projection\": %.5f, \"load_ms\": %.3f}",
+                          p.layers / n, p.projection / n, load_ms);
+            profile_json = buffer;
+        }
+    } else {
+        fail("bench_translate: " + model_path + " is not a translator (" + architecture + ")");
+    }
+    const double per_token = totals.decoder_ms / double(std::max(1L, totals.steps));
+    const double encoder = totals.encoder_ms / double(sentences.size());
+    std::fprintf(stderr, "bench_translate: %s: %zu sentences, %ld tokens, encoder %.3f ms/sentence, %.4f ms/step\n",
+                 model_path.c_str(), sentences.size(), totals.tokens, encoder, per_token);
+    std::printf("{\"model\": \"%s\", \"architecture\": \"%s\", \"simd\": \"%s\", \"sentences\": %zu, \"tokens\": %ld, "
+                "\"steps\": %ld, \"encoder_ms\": %.5f, \"per_token_ms\": %.5f, \"total_ms\": %.3f, \"profile\": %s, ",
+                model_path.c_str(), architecture.c_str(), kernels::simd_name(), sentences.size(), totals.tokens,
+                totals.steps, encoder, per_token, totals.encoder_ms + totals.decoder_ms, profile_json.c_str());
+    print_targets(totals.targets);
+    std::printf("}\n");
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "bench_translate: %s\n", error.what());
+        return 1;
+    }
+}

@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""Export attnlab's translators to ONNX for the head-to-head benchmark against onnxruntime-web
+(scripts/bench_translate.mjs). The weights come from the SAME GGUF file the engine runs (f16 / q8_0 widened to
+f32 exactly as the engine widens them: models/export_common.py read_gguf_tensors), so both engines compute with
+identical numbers and must produce identical greedy tokens.
+
+    /usr/bin/python3 models/export_onnx.py [--rnn models/weights/bahdanau-en-de.f16.gguf]
+        [--transformer tests/fixtures/transformer/tiny.gguf] [--out build/bench]
+
+Writes, for each model NAME (rnn, transformer), NAME.encoder.onnx, NAME.decoder.onnx and NAME.json (which weights
+were used, the sizes, BOS/EOS ids). Batch 1, no padding, so there are no masks. Graphs (opset 17):
+
+  rnn.encoder:      source_ids int64 [1,S] -> memory [1,S,2E], keys [1,S,*] (query-independent score part), s0 [1,H]
+  rnn.decoder:      token int64 [1], state [1,H], memory, keys -> logits [1,V], next_state [1,H]
+  transformer.encoder: source_ids int64 [1,S] -> cross_k, cross_v [L,1,heads,S,hd] (memory projected once per
+                    layer, as attnlab and models/transformer.py do)
+  transformer.decoder: token int64 [1], position int64 [1], past_k, past_v [L,1,heads,t,hd], cross_k, cross_v ->
+                    logits [1,V], present_k, present_v [L,1,heads,t+1,hd]   (the KV cache; t starts at 0)
+
+The equations are models/seq2seq_rnn.py's and models/transformer.py's; the wrappers below only drop the masks and
+the packing (batch 1) and make the Transformer's position an input instead of a Python int.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import evaluate_rnn  # noqa: E402
+import evaluate_transformer  # noqa: E402
+from export_common import check_architecture, load_gguf_weights, read_gguf_tensors  # noqa: E402
+from transformer import Transformer, _split_in_proj  # noqa: E402
+
+OPSET = 17
+DEFAULT_RNN = os.path.join(ROOT, "models", "weights", "bahdanau-en-de.f16.gguf")
+DEFAULT_TRANSFORMER = os.path.join(ROOT, "tests", "fixtures", "transformer", "tiny.gguf")
+
+
+# ---- RNN (models/seq2seq_rnn.py) ----------------------------------------------------------------------------
+class RnnEncoder(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.m = model
+
+    def forward(self, source_ids):
+        """source_ids [1,S] -> memory [1,S,2E], keys [1,S,*], s0 [1,H]."""
+        x = self.m.src_embed(source_ids)                                        # [1,S,emb]
+        memory, h_n = self.m.encoder(x)                                         # h_n [2,1,E]
+        s0 = torch.tanh(self.m.init(torch.cat([h_n[0], h_n[1]], dim=-1)))      # [1,H]
+        return memory, self.m.attn.precompute_keys(memory), s0
+
+
+class RnnDecoderStep(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.m = model
+
+    def forward(self, token, state, memory, keys):
+        """token [1], state s_{i-1} [1,H], memory [1,S,2E], keys [1,S,*] -> logits [1,V], s_i [1,H]."""
+        m = self.m
+        y_emb = m.tgt_embed(token)                                              # [1,emb]
+        scores = m.attn.scores(state, keys)                                     # [1,S]
+        weights = torch.softmax(scores, dim=-1)
+        context = m.attn.context(weights, memory)                               # [1,2E]
+        s = m.decoder(torch.cat([y_emb, context], dim=-1), state)
+        return m.output_logits(s, context, y_emb), s
+
+
+# ---- Transformer (models/transformer.py) -------------------------------------------------------------------
+class TransformerEncoder(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.m = model
+
+    def forward(self, source_ids):
+        """source_ids [1,S] -> cross_k, cross_v [L,1,heads,S,hd]."""
+        m = self.m
+        n = source_ids.size(1)
+        h = m.src_embed(source_ids) * math.sqrt(m.cfg.d_model) + m.pe[:n]
+        for layer in m.encoder.layers:
+            h, _ = layer(h, None)
+        memory = m.encoder.norm(h)                                              # [1,S,d]
+        ks, vs = [], []
+        for layer in m.decoder.layers:
+            k, v = project_kv(layer.cross_attn, memory)
+            ks.append(k)
+            vs.append(v)
+        return torch.stack(ks), torch.stack(vs)
+
+
+def project_kv(mha, x):
+    """x [1,N,d] -> keys, values [1,heads,N,hd] (models/transformer.py project_kv with shapes ONNX can trace)."""
+    _, (wk, bk), (wv, bv) = _split_in_proj(mha)
+    d, heads = mha.embed_dim, mha.num_heads
+    k = F.linear(x, wk, bk).reshape(1, -1, heads, d // heads).transpose(1, 2)
+    v = F.linear(x, wv, bv).reshape(1, -1, heads, d // heads).transpose(1, 2)
+    return k, v
+
+
+def attend_one(mha, x, k, v):
+    """One query: x [1,d], k/v [1,heads,N,hd] -> [1,d] (models/transformer.py attend_cached without a mask)."""
+    (wq, bq), _, _ = _split_in_proj(mha)
+    d, heads = mha.embed_dim, mha.num_heads
+    hd = d // heads
+    q = F.linear(x, wq, bq).reshape(1, heads, 1, hd)
+    weights = ((q / math.sqrt(hd)) @ k.transpose(-1, -2)).softmax(-1)          # [1,heads,1,N]
+    return mha.out_proj((weights @ v).reshape(1, d))
+
+
+class TransformerDecoderStep(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.m = model
+
+    def forward(self, token, position, past_k, past_v, cross_k, cross_v):
+        """token [1], position [1] (= t), past_k/v [L,1,heads,t,hd], cross_k/v [L,1,heads,S,hd]
+        -> logits [1,V], present_k/v [L,1,heads,t+1,hd]."""
+        m = self.m
+        g = m.tgt_embed(token) * math.sqrt(m.cfg.d_model) + m.pe.index_select(0, position)   # [1,d]
+        present_k, present_v = [], []
+        for l, layer in enumerate(m.decoder.layers):
+            x = layer.norm1(g)
+            nk, nv = project_kv(layer.self_attn, x.unsqueeze(1))                # [1,heads,1,hd]
+            k = torch.cat([past_k[l], nk], 2)
+            v = torch.cat([past_v[l], nv], 2)
+            g = g + attend_one(layer.self_attn, x, k, v)
+            g = g + attend_one(layer.cross_attn, layer.norm2(g), cross_k[l], cross_v[l])
+            g = g + layer.ffn(layer.norm3(g))
+            present_k.append(k)
+            present_v.append(v)
+        return m.logits(g), torch.stack(present_k), torch.stack(present_v)
+
+
+# ---- export --------------------------------------------------------------------------------------------------
+def export_graph(module, args, path, input_names, output_names, dynamic_axes):
+    torch.onnx.export(module, args, path, input_names=input_names, output_names=output_names,
+                      dynamic_axes=dynamic_axes, opset_version=OPSET, do_constant_folding=True)
+    try:
+        import onnx
+        onnx.checker.check_model(onnx.load(path))
+    except ImportError:
+        pass
+
+
+def describe(path, kind, extra):
+    """The NAME.json the benchmark reads: which weights, and what the decoding loop needs."""
+    return {"kind": kind, "gguf": os.path.relpath(os.path.abspath(path), ROOT), "bytes": os.path.getsize(path),
+            "bos": 2, "eos": 3, "max_len_a": 1.5, "max_len_b": 10, **extra}
+
+
+def export_rnn(gguf_path, out_dir):
+    model, _ = evaluate_rnn.load_model(gguf_path)
+    model.eval()
+    cfg = model.cfg
+    S = 7
+    src = torch.randint(4, cfg.src_vocab, (1, S))
+    encoder, decoder = RnnEncoder(model), RnnDecoderStep(model)
+    with torch.no_grad():
+        memory, keys, s0 = encoder(src)
+    export_graph(encoder, (src,), os.path.join(out_dir, "rnn.encoder.onnx"), ["source_ids"],
+                 ["memory", "keys", "s0"],
+                 {"source_ids": {1: "S"}, "memory": {1: "S"}, "keys": {1: "S"}})
+    export_graph(decoder, (torch.tensor([2]), s0, memory, keys), os.path.join(out_dir, "rnn.decoder.onnx"),
+                 ["token", "state", "memory", "keys"], ["logits", "next_state"],
+                 {"memory": {1: "S"}, "keys": {1: "S"}})
+    info = describe(gguf_path, "rnn", {"config": cfg.to_dict(), "state_size": cfg.dec_hidden})
+    with open(os.path.join(out_dir, "rnn.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    return info
+
+
+def load_transformer(path):
+    """A Transformer GGUF -> PyTorch model. The test fixture also holds golden outputs under `test.*`: skipped."""
+    meta, tensors = read_gguf_tensors(path)
+    check_architecture(meta, evaluate_transformer.ARCH, path)
+    model = Transformer(evaluate_transformer.config_from_metadata(meta, evaluate_transformer.ARCH + "."))
+    tensors = {k: v for k, v in tensors.items() if not k.startswith("test.")}
+    return load_gguf_weights(model, tensors, path)
+
+
+def export_transformer(gguf_path, out_dir):
+    model = load_transformer(gguf_path)
+    model.eval()
+    cfg = model.cfg
+    L, heads, hd = cfg.dec_layers, cfg.heads, cfg.d_model // cfg.heads
+    S, t = 7, 3
+    src = torch.randint(4, cfg.src_vocab, (1, S))
+    encoder, decoder = TransformerEncoder(model), TransformerDecoderStep(model)
+    with torch.no_grad():
+        cross_k, cross_v = encoder(src)
+    export_graph(encoder, (src,), os.path.join(out_dir, "transformer.encoder.onnx"), ["source_ids"],
+                 ["cross_k", "cross_v"], {"source_ids": {1: "S"}, "cross_k": {3: "S"}, "cross_v": {3: "S"}})
+    past = torch.randn(L, 1, heads, t, hd)
+    export_graph(decoder, (torch.tensor([5]), torch.tensor([t]), past, past.clone(), cross_k, cross_v),
+                 os.path.join(out_dir, "transformer.decoder.onnx"),
+                 ["token", "position", "past_k", "past_v", "cross_k", "cross_v"],
+                 ["logits", "present_k", "present_v"],
+                 {"past_k": {3: "t"}, "past_v": {3: "t"}, "cross_k": {3: "S"}, "cross_v": {3: "S"},
+                  "present_k": {3: "t1"}, "present_v": {3: "t1"}})
+    info = describe(gguf_path, "transformer", {"config": cfg.to_dict(), "layers": L, "heads": heads,
+                                               "head_size": hd, "max_positions": cfg.max_positions})
+    with open(os.path.join(out_dir, "transformer.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    return info
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rnn", default=DEFAULT_RNN, help="Bahdanau GGUF (default: the shipped f16 EN-DE)")
+    ap.add_argument("--transformer", default=DEFAULT_TRANSFORMER,
+                    help="Transformer GGUF (default: the tiny test fixture until a trained one ships)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench"))
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    os.makedirs(args.out, exist_ok=True)
+    for info in (export_rnn(args.rnn, args.out), export_transformer(args.transformer, args.out)):
+        print(f"export_onnx: {info['kind']} from {info['gguf']} -> {args.out}/{info['kind']}.{{encoder,decoder}}.onnx")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,375 @@
+#!/usr/bin/env node
+// Translation benchmark, head to head (issue 7; results and analysis in docs/performance.md):
+//   attnlab wasm (web/dist, through the npm module)  vs  onnxruntime-web (wasm backend, SIMD, 1 thread)
+//       in Node and in headless Chromium, greedy, batch 1, the same sentences and the same source ids;
+//   attnlab native (build/native/bench_translate)    vs  PyTorch CPU eager (bench/bench_pytorch.py, 1 thread)
+//       on the same source ids and the same GGUF weights.
+//
+//   node scripts/bench_translate.mjs [--quick] [--sentences N] [--rnn F16.gguf] [--rnn-q8 Q8.gguf]
+//                                    [--transformer FILE.gguf] [--no-browser]
+//
+// Builds nothing (scripts/bench.sh builds first). Exports the ONNX graphs (models/export_onnx.py -> build/bench/)
+// from the same GGUF files every run. Every Node measurement runs in its own child process (so peak memory is
+// that engine's), one after another in one session. The engines must produce identical target ids for every
+// sentence; where they do not, that comparison's ratio is void (null in the JSON).
+// The LAST line is one JSON object: wasm_vs_ort_rnn, wasm_vs_ort_transformer (ORT ÷ attnlab time per generated
+// token; > 1 = attnlab faster), native_vs_pytorch_rnn, native_vs_pytorch_transformer (PyTorch ÷ native),
+// q8_vs_f16_per_token (f16 ÷ q8 per token, wasm), wasm_bytes, first_result_ms, and the details.
+import { execFileSync } from 'node:child_process';
+import { createReadStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const benchDir = path.join(root, 'build', 'bench');
+const PYTHON = '/usr/bin/python3';
+const CHROMIUM = process.env.ATTNLAB_CHROMIUM || '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'];
+
+function parseArgs(argv) {
+  const args = { quick: false, browser: true, sentences: 0, rnn: 'models/weights/bahdanau-en-de.f16.gguf',
+                 rnnQ8: 'models/weights/bahdanau-en-de.q8_0.gguf', transformer: 'tests/fixtures/transformer/tiny.gguf' };
+  for (let i = 0; i < argv.length; ++i) {
+    const a = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
+      return argv[++i];
+    };
+    if (a === '--quick') args.quick = true;
+    else if (a === '--no-browser') args.browser = false;
+    else if (a === '--sentences') args.sentences = Number(value());
+    else if (a === '--rnn') args.rnn = value();
+    else if (a === '--rnn-q8') args.rnnQ8 = value();
+    else if (a === '--transformer') args.transformer = value();
+    else if (a === '--child') args.child = value();
+    else if (a === '--job') args.job = value();
+    else throw new Error(`bench_translate: unknown option ${a}`);
+  }
+  if (!args.sentences) args.sentences = args.quick ? 50 : 200;
+  return args;
+}
+
+const abs = (p) => path.resolve(root, p);
+const rel = (p) => path.relative(root, abs(p));
+const maxRssMB = () => process.resourceUsage().maxRSS / 1024;
+
+// ---- child processes ------------------------------------------------------------------------------------------
+// pair:   one model, attnlab (f16, + q8_0 for the RNN) and ORT interleaved sentence by sentence -> raw rows
+// memory: one engine alone in a fresh process, load + the first sentences -> peak RSS and cold first result
+// baseline: both modules imported, nothing loaded -> the RSS every child starts from
+const MEMORY_SENTENCES = 5;
+
+async function child(kind, jobFile) {
+  const job = JSON.parse(readFileSync(jobFile, 'utf8'));
+  const harness = await import(pathToFileURL(path.join(root, 'bench/translate_harness.mjs')));
+  const { loadModel } = await import(pathToFileURL(path.join(root, 'web/lib/index.mjs')));
+  const ort = await import('onnxruntime-web');
+  const ortFor = (model, idsFor) => harness.ortRunner({
+    ort, idsFor, info: JSON.parse(readFileSync(path.join(benchDir, `${model}.json`), 'utf8')),
+    encoderBytes: readFileSync(path.join(benchDir, `${model}.encoder.onnx`)),
+    decoderBytes: readFileSync(path.join(benchDir, `${model}.decoder.onnx`)),
+  });
+  let out = {};
+  if (kind === 'pair') {
+    const ids = [];
+    const runners = [harness.attnlabRunner({ loadModel, bytes: readFileSync(abs(job.gguf)), idsSink: ids })];
+    if (job.q8) runners.push(harness.attnlabRunner({ name: 'attnlab_q8', loadModel, bytes: readFileSync(abs(job.q8)) }));
+    runners.push(ortFor(job.model, (i) => ids[i]));
+    out = await harness.benchInterleaved(runners, job.sentences);
+  } else if (kind === 'memory') {
+    const runner = job.engine === 'ort' ? ortFor(job.model, (i) => job.sourceIds[i])
+      : harness.attnlabRunner({ loadModel, bytes: readFileSync(abs(job.gguf)) });
+    out = (await harness.benchInterleaved([runner], job.sentences))[runner.name];
+    delete out.sentences;
+  } else if (kind !== 'baseline') {
+    throw new Error(`unknown child ${kind}`);
+  }
+  console.log(JSON.stringify({ ...out, peak_rss_mb: maxRssMB() }));
+}
+
+function lastJson(output, what) {
+  const lines = output.trim().split('\n');
+  try {
+    return JSON.parse(lines[lines.length - 1]);
+  } catch {
+    throw new Error(`${what}: the last line is not JSON: ${lines[lines.length - 1]?.slice(0, 300)}`);
+  }
+}
+
+function run(command, args, what) {
+  let output;
+  try {
+    output = execFileSync(command, args, { cwd: root, encoding: 'utf8', maxBuffer: 256 << 20,
+                                           stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (error) {
+    throw new Error(`${what} failed: ${error.stderr || error.message}`);
+  }
+  return lastJson(output, what);
+}
+
+function runChild(kind, job) {
+  const jobFile = path.join(benchDir, `job-${kind}-${job.name ?? 'x'}.json`);
+  writeFileSync(jobFile, JSON.stringify(job));
+  // --no-liftoff: compile wasm with TurboFan up front (see scripts/bench_kernels.mjs); both engines alike.
+  return run(process.execPath, ['--no-liftoff', fileURLToPath(import.meta.url), '--child', kind, '--job', jobFile],
+             `${kind} ${job.name ?? ''}`);
+}
+
+// ---- headless Chromium ------------------------------------------------------------------------------------------
+const MIME = { '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/javascript', '.json': 'application/json',
+               '.wasm': 'application/wasm' };
+const SERVED = ['bench/', 'web/lib/', 'web/dist/', 'node_modules/onnxruntime-web/dist/'];
+
+function startServer(files, config) {
+  const server = createServer((req, res) => {
+    const url = new URL(req.url, 'http://localhost');
+    let file = null;
+    if (url.pathname === '/') file = path.join(root, 'bench/translate_page.html');
+    else if (url.pathname === '/config.json') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(config));
+      return;
+    } else if (url.pathname.startsWith('/files/') && files[url.pathname.slice(7)]) file = files[url.pathname.slice(7)];
+    else {
+      const relative = path.normalize(decodeURIComponent(url.pathname).slice(1));
+      if (SERVED.some((prefix) => relative.startsWith(prefix))) file = path.join(root, relative);
+    }
+    if (!file || !existsSync(file) || !statSync(file).isFile()) {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
+    // Cross-origin isolated, as the app's server is (web/server.mjs), so both engines get the same environment.
+    res.writeHead(200, { 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream',
+                         'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' });
+    createReadStream(file).pipe(res);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+async function browserBench(models, sentences) {
+  const { chromium } = await import('playwright-core');
+  const files = {};
+  const config = { sentences, models: [] };
+  for (const m of models) {
+    files[`${m.kind}.gguf`] = abs(m.gguf);
+    files[`${m.kind}.encoder.onnx`] = path.join(benchDir, `${m.kind}.encoder.onnx`);
+    files[`${m.kind}.decoder.onnx`] = path.join(benchDir, `${m.kind}.decoder.onnx`);
+    const entry = { kind: m.kind, gguf: `/files/${m.kind}.gguf`, encoder: `/files/${m.kind}.encoder.onnx`,
+                    decoder: `/files/${m.kind}.decoder.onnx`, info: m.info };
+    if (m.q8) {
+      files[`${m.kind}.q8.gguf`] = abs(m.q8);
+      entry.q8 = `/files/${m.kind}.q8.gguf`;
+    }
+    config.models.push(entry);
+  }
+  const server = await startServer(files, config);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (error) => errors.push(error.message));
+    await page.goto(`http://localhost:${server.address().port}/`);
+    await page.waitForFunction(() => window.benchResult !== undefined, null, { timeout: 480_000, polling: 500 });
+    const result = await page.evaluate(() => window.benchResult);
+    if (result.error) throw new Error(`browser benchmark: ${result.error}`);
+    result.browser = browser.version();
+    return result;
+  } finally {
+    await browser.close();
+    server.closeAllConnections();
+    server.close();
+  }
+}
+
+// ---- reporting -------------------------------------------------------------------------------------------------
+const fmt = (x, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(digits));
+const ratio = (a, b) => (a > 0 && b > 0 ? a / b : null);
+
+function table(title, rows) {
+  console.log(`\n${title}`);
+  const header = ['engine', 'encoder ms', 'ms/token', 'sent/s', 'words/s', 'first result ms', 'peak MB'];
+  const widths = [34, 11, 10, 9, 9, 16, 9];
+  const line = (cells) => cells.map((c, i) => (i ? String(c).padStart(widths[i]) : String(c).padEnd(widths[0]))).join(' ');
+  console.log(line(header));
+  for (const [name, s] of rows)
+    console.log(line([name, fmt(s.encoder_ms, 3), fmt(s.per_token_ms, 3), fmt(s.sentences_per_s, 1), fmt(s.words_per_s, 0),
+                      fmt(s.cold_first_result_ms ?? s.first_result_ms, 0), fmt(s.peak_mb, 0)]));
+}
+
+// attnlab's advantage per metric (> 1 = attnlab better): times and memory ORT ÷ attnlab, throughputs attnlab ÷ ORT.
+function advantage(a, o) {
+  return { encoder: ratio(o.encoder_ms, a.encoder_ms), per_token: ratio(o.per_token_ms, a.per_token_ms),
+           sentences_per_s: ratio(a.sentences_per_s, o.sentences_per_s), words_per_s: ratio(a.words_per_s, o.words_per_s),
+           first_result: ratio(o.cold_first_result_ms ?? o.first_result_ms, a.cold_first_result_ms ?? a.first_result_ms), peak_memory: ratio(o.peak_mb, a.peak_mb) };
+}
+
+function printAdvantage(label, adv, mismatches) {
+  const parts = Object.entries(adv).map(([k, v]) => `${k} ${fmt(v)}x`).join(', ');
+  const verdict = mismatches.count ? `VOID: ${mismatches.count} sentences decode differently` : 'same tokens on every sentence';
+  console.log(`${label}: attnlab advantage (>1 = attnlab better): ${parts}  [${verdict}]`);
+  for (const e of mismatches.examples ?? []) console.log(`  sentence ${e.sentence}: ${JSON.stringify(e.a)} vs ${JSON.stringify(e.b)}`);
+}
+
+function compareTargets(a, b) {
+  const examples = [];
+  let count = 0;
+  a.forEach((x, i) => {
+    const y = b[i] ?? [];
+    if (x.length !== y.length || x.some((v, j) => v !== y[j])) {
+      ++count;
+      if (examples.length < 3) examples.push({ sentence: i, a: x, b: y });
+    }
+  });
+  return { count, examples };
+}
+
+// ---- main ------------------------------------------------------------------------------------------------------
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.child) return child(args.child, args.job);
+  const started = Date.now();
+  mkdirSync(benchDir, { recursive: true });
+  const sourceFile = path.join(root, 'build/data/multi30k/test2016.en');
+  if (!existsSync(sourceFile)) execFileSync(PYTHON, ['models/prepare_data.py'], { cwd: root, stdio: 'inherit' });
+  const sentences = readFileSync(sourceFile, 'utf8').split('\n').filter((s) => s.trim()).slice(0, args.sentences);
+  for (const p of [args.rnn, args.rnnQ8, args.transformer])
+    if (!existsSync(abs(p))) throw new Error(`missing model ${p}`);
+
+  console.log(`== translation benchmark: ${sentences.length} test2016 sentences, greedy, batch 1` +
+              `${args.quick ? ' (--quick)' : ''}`);
+  console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model}), load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  execFileSync(PYTHON, ['-W', 'ignore', 'models/export_onnx.py', '--rnn', abs(args.rnn), '--transformer', abs(args.transformer),
+                        '--out', benchDir], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+  const info = {
+    rnn: JSON.parse(readFileSync(path.join(benchDir, 'rnn.json'), 'utf8')),
+    transformer: JSON.parse(readFileSync(path.join(benchDir, 'transformer.json'), 'utf8')),
+  };
+  const isFixture = rel(args.transformer).startsWith('tests/fixtures/');
+  console.log(`weights: RNN ${rel(args.rnn)} (f16; q8: ${rel(args.rnnQ8)}); Transformer ${rel(args.transformer)}` +
+              (isFixture ? ' (the tiny TEST FIXTURE, d_model 32: a toy; pass --transformer FILE for a trained one)' : ''));
+  const ortVersion = JSON.parse(readFileSync(path.join(root, 'node_modules/onnxruntime-web/package.json'), 'utf8')).version;
+
+  // Node: per model one process with the engines interleaved (timing), then each engine alone in a fresh process
+  // (peak memory, cold first result).
+  const harness = await import(pathToFileURL(path.join(root, 'bench/translate_harness.mjs')));
+  const baseline = runChild('baseline', { name: 'baseline' }).peak_rss_mb;
+  const node = {};
+  const ids = {};
+  const models = [
+    { kind: 'rnn', gguf: args.rnn, q8: args.rnnQ8, info: info.rnn },
+    { kind: 'transformer', gguf: args.transformer, info: info.transformer },
+  ];
+  for (const m of models) {
+    const r = runChild('pair', { name: m.kind, model: m.kind, gguf: m.gguf, q8: m.q8, sentences });
+    ids[m.kind] = r.attnlab.sentences.map((s) => s.sourceIds);
+    const first = sentences.slice(0, MEMORY_SENTENCES);
+    const memory = (job) => runChild('memory', { name: `${m.kind}-${job.engine}`, model: m.kind, sentences: first, ...job });
+    const withMemory = (summary, mem) => ({ ...summary, peak_mb: mem.peak_rss_mb - baseline, cold_first_result_ms: mem.first_result_ms });
+    node[m.kind] = {
+      attnlab: withMemory(harness.summarizeAttnlab(r.attnlab), memory({ engine: 'attnlab', gguf: m.gguf })),
+      ort: withMemory(harness.summarizeOrt(r.ort), memory({ engine: 'ort', sourceIds: ids[m.kind] })),
+      mismatches: harness.tokenMismatches(r.attnlab, r.ort),
+    };
+    if (m.q8) {
+      node[`${m.kind}_q8`] = withMemory(harness.summarizeAttnlab(r.attnlab_q8), memory({ engine: 'attnlab', gguf: m.q8 }));
+      node[`${m.kind}_q8`].mismatched_sentences_vs_f16 = harness.tokenMismatches(r.attnlab, r.attnlab_q8).count;
+    }
+    writeFileSync(path.join(benchDir, `${m.kind}.ids`), ids[m.kind].map((x) => x.join(' ')).join('\n') + '\n');
+  }
+
+  // Native engine core vs PyTorch eager on the same ids.
+  const nativeBinary = path.join(root, 'build/native/bench_translate');
+  if (!existsSync(nativeBinary)) throw new Error(`no ${rel(nativeBinary)}: run scripts/bench.sh (it builds it)`);
+  const native = {};
+  for (const m of models) {
+    const idsFile = path.join(benchDir, `${m.kind}.ids`);
+    const n = run(nativeBinary, ['--model', abs(m.gguf), '--ids', idsFile, '--profile'], `native ${m.kind}`);
+    const p = run(PYTHON, ['-W', 'ignore', 'bench/bench_pytorch.py', '--model', abs(m.gguf), '--ids', idsFile], `pytorch ${m.kind}`);
+    native[m.kind] = { native: n, pytorch: p, mismatches: compareTargets(n.targets, p.targets) };
+  }
+
+  let browser = null;
+  if (args.browser) {
+    const browserSentences = args.quick ? sentences.slice(0, 25) : sentences;
+    browser = await browserBench(models, browserSentences);
+    browser.sentences = browserSentences.length;
+  }
+
+  // ---- report ----
+  const wasmBytes = statSync(path.join(root, 'web/dist/attnlab.wasm')).size;
+  const result = { sentences: sentences.length, quick: args.quick, cores: os.cpus().length, onnxruntime_web: ortVersion,
+                   weights: { rnn: rel(args.rnn), rnn_q8: rel(args.rnnQ8), transformer: rel(args.transformer),
+                              transformer_is_test_fixture: isFixture } };
+  for (const m of models) {
+    const r = node[m.kind];
+    table(`${m.kind.toUpperCase()} in Node ${process.version} (interleaved per sentence; first result and peak memory: each engine ` +
+          `alone in a fresh process, peak = max RSS above an idle child's ${fmt(baseline, 0)} MB)`,
+          [['attnlab (web/dist, npm API)', r.attnlab], [`onnxruntime-web ${ortVersion} (wasm, 1 thread)`, r.ort]]);
+    const adv = advantage(r.attnlab, r.ort);
+    printAdvantage(`${m.kind} Node`, adv, r.mismatches);
+    result[`wasm_vs_ort_${m.kind}`] = r.mismatches.count ? null : adv.per_token;
+    result[`node_${m.kind}`] = { attnlab: r.attnlab, ort: r.ort, advantage: adv, mismatched_sentences: r.mismatches.count };
+    if (browser) {
+      const b = browser.models[m.kind];
+      table(`${m.kind.toUpperCase()} in ${browser.browser ? `Chromium ${browser.browser}` : 'Chromium'} (${browser.sentences} sentences; page thread, no worker)`,
+            [['attnlab (web/lib, useWorker false)', b.attnlab], [`onnxruntime-web ${ortVersion} (wasm, 1 thread)`, b.ort],
+           ...(b.attnlab_q8 ? [['attnlab q8_0 (not compared)', b.attnlab_q8]] : [])]);
+      const badv = advantage(b.attnlab, b.ort);
+      printAdvantage(`${m.kind} Chromium`, badv, b.mismatches);
+      result[`browser_wasm_vs_ort_${m.kind}`] = b.mismatches.count ? null : badv.per_token;
+      result[`browser_${m.kind}`] = { attnlab: b.attnlab, ort: b.ort, advantage: badv, mismatched_sentences: b.mismatches.count };
+    } else {
+      result[`browser_wasm_vs_ort_${m.kind}`] = null;
+    }
+  }
+  console.log(`\nq8_0 vs f16 (attnlab wasm, Node, RNN): per token ${fmt(node.rnn_q8.per_token_ms, 3)} ms vs ` +
+              `${fmt(node.rnn.attnlab.per_token_ms, 3)} ms, encoder ${fmt(node.rnn_q8.encoder_ms, 3)} vs ` +
+              `${fmt(node.rnn.attnlab.encoder_ms, 3)} ms, peak ${fmt(node.rnn_q8.peak_mb, 0)} vs ${fmt(node.rnn.attnlab.peak_mb, 0)} MB`);
+  result.q8_vs_f16_per_token = ratio(node.rnn.attnlab.per_token_ms, node.rnn_q8.per_token_ms);
+  if (browser) {
+    const b = browser.models;
+    console.log(`q8_0 vs f16 (attnlab wasm, Chromium, RNN): per token ${fmt(b.rnn.attnlab_q8.per_token_ms, 3)} ms vs ` +
+                `${fmt(b.rnn.attnlab.per_token_ms, 3)} ms`);
+    result.browser_q8_vs_f16_per_token = ratio(b.rnn.attnlab.per_token_ms, b.rnn.attnlab_q8.per_token_ms);
+  }
+  result.node_rnn_q8 = node.rnn_q8;
+
+  for (const m of models) {
+    const { native: n, pytorch: p, mismatches } = native[m.kind];
+    console.log(`\n${m.kind.toUpperCase()} native (${n.simd}) vs PyTorch ${p.torch} eager (${p.threads} thread), ${n.sentences} sentences`);
+    console.log(`  attnlab native: encoder ${fmt(n.encoder_ms, 3)} ms, ${fmt(n.per_token_ms, 4)} ms/token (${n.steps} steps)`);
+    console.log(`  PyTorch eager:  encoder ${fmt(p.encoder_ms, 3)} ms, ${fmt(p.per_token_ms, 4)} ms/token (${p.steps} steps)`);
+    const perToken = ratio(p.per_token_ms, n.per_token_ms);
+    console.log(`  native advantage: per token ${fmt(perToken)}x, encoder ${fmt(ratio(p.encoder_ms, n.encoder_ms))}x  [` +
+                (mismatches.count ? `VOID: ${mismatches.count} sentences decode differently` : 'same tokens on every sentence') + ']');
+    for (const e of mismatches.examples) console.log(`  sentence ${e.sentence}: ${JSON.stringify(e.a)} vs ${JSON.stringify(e.b)}`);
+    const profile = Object.entries(n.profile).filter(([k]) => k !== 'load_ms')
+      .map(([k, v]) => `${k} ${fmt(v, 4)}`).join(', ');
+    console.log(`  native step profile (ms per step): ${profile}`);
+    result[`native_vs_pytorch_${m.kind}`] = mismatches.count ? null : perToken;
+    result[`native_${m.kind}`] = { native: { encoder_ms: n.encoder_ms, per_token_ms: n.per_token_ms, profile: n.profile },
+                                   pytorch: { encoder_ms: p.encoder_ms, per_token_ms: p.per_token_ms },
+                                   mismatched_sentences: mismatches.count };
+  }
+  result.wasm_bytes = wasmBytes;
+  // The shipped page's model (q8_0 RNN) with its weights already in memory (as from the Cache API), in a fresh page:
+  // engine instantiation + model load + the first greedy translation. Chromium when it ran (default V8 tiering, as
+  // a user gets it); Node's figure (a fresh process) is inflated by --no-liftoff's eager optimizing compile.
+  result.first_result_ms = browser ? browser.models.rnn.attnlab_q8.first_result_ms : node.rnn_q8.cold_first_result_ms;
+  result.first_result_where = browser ? 'chromium' : 'node';
+  if (browser) result.browser_rnn_q8 = browser.models.rnn.attnlab_q8;
+  result.seconds = (Date.now() - started) / 1000;
+  console.log(`\n.wasm ${wasmBytes} bytes; first result (${result.first_result_where}, q8_0 RNN, weights in memory): ` +
+              `${fmt(result.first_result_ms, 0)} ms; ` +
+              `${fmt(result.seconds, 0)} s in all`);
+  console.log(JSON.stringify(result));
+}
+
+main().catch((error) => {
+  console.error(error.stack ?? String(error));
+  process.exit(1);
+});
