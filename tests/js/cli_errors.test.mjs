@@ -134,3 +134,27 @@ test('caption: wrong model kind, missing, empty, non-image and directory images 
   }
   assertCleanFailure(['caption', '--model', badModels.empty, image]);
 });
+
+// Issue 8's bad-input matrix, the CLI side of tests/js/bad_input_cases.mjs.
+test('empty or blank text, as TEXT and on stdin: exit 1, "empty"', () => {
+  assertCleanFailure(['translate', '--model', model, ''], '', /empty/);
+  assertCleanFailure(['translate', '--model', model, ' \t '], '', /empty/);
+  assertCleanFailure(['translate', '--model', model], '\n\n', /empty/);
+});
+
+test('translate on a captioner: exit 1, the message says the model cannot translate', () => {
+  assertCleanFailure(['translate', '--model', captioner, 'A dog.'], '', /captioner.*cannot translate|caption.*translat/i);
+});
+
+test('a tensor of the wrong shape (transposed, or one column short): exit 1 naming the tensor', async () => {
+  const { walkGguf } = await import('./bad_input_cases.mjs');
+  const bytes = new Uint8Array(good);
+  const tensor = walkGguf(bytes).tensors.find((t) => t.dims.length === 2 && t.dims[0] !== t.dims[1] && t.dims[0] > 1);
+  for (const [label, dims] of [['transposed', [...tensor.dims].reverse()], ['short', [tensor.dims[0] - 1, tensor.dims[1]]]]) {
+    const copy = bytes.slice();
+    const view = new DataView(copy.buffer);
+    dims.forEach((d, i) => view.setBigUint64(tensor.dimsOffset + 8 * i, BigInt(d), true));
+    const path = file(`shape-${label}.gguf`, copy);
+    assertCleanFailure(['translate', '--model', path, 'A dog.'], '', new RegExp(`'${tensor.name.replace(/\./g, '\\.')}'`));
+  }
+});

@@ -136,10 +136,11 @@ void depthwise_conv2d(const float* x, int height, int width, int channels, const
             for (int c = 0; c < full; c += W) {
                 simd::Vec acc = bias ? simd::load(bias + c) : simd::zero();
                 for (int ky = ky0; ky < ky1; ++ky) {
-                    const float* in_row = x + (std::size_t(iy0 + ky) * width + ix0) * channels + c;
+                    // from the first valid tap: x + ix0·C would point before x for left padding (UB)
+                    const float* in_row = x + (std::size_t(iy0 + ky) * width + (ix0 + kx0)) * channels + c;
                     const float* w_row = weight + std::size_t(ky) * kernel * channels + c;
                     for (int kx = kx0; kx < kx1; ++kx)
-                        acc = simd::fma(simd::load(in_row + std::size_t(kx) * channels),
+                        acc = simd::fma(simd::load(in_row + std::size_t(kx - kx0) * channels),
                                         simd::load(w_row + std::size_t(kx) * channels), acc);
                 }
                 simd::store(out + c, apply_activation(acc, inline_act));
@@ -148,10 +149,11 @@ void depthwise_conv2d(const float* x, int height, int width, int channels, const
                 const int n = channels - full;
                 simd::Vec acc = bias ? simd::load_partial(bias + full, n) : simd::zero();
                 for (int ky = ky0; ky < ky1; ++ky) {
-                    const float* in_row = x + (std::size_t(iy0 + ky) * width + ix0) * channels + full;
+                    // from the first valid tap: x + ix0·C would point before x for left padding (UB)
+                    const float* in_row = x + (std::size_t(iy0 + ky) * width + (ix0 + kx0)) * channels + full;
                     const float* w_row = weight + std::size_t(ky) * kernel * channels + full;
                     for (int kx = kx0; kx < kx1; ++kx)
-                        acc = simd::fma(simd::load_partial(in_row + std::size_t(kx) * channels, n),
+                        acc = simd::fma(simd::load_partial(in_row + std::size_t(kx - kx0) * channels, n),
                                         simd::load_partial(w_row + std::size_t(kx) * channels, n), acc);
                 }
                 simd::store_partial(out + full, apply_activation(acc, inline_act), n);
