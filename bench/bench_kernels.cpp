@@ -111,6 +111,14 @@ int main(int argc, char** argv) {
         // Opt-in int8 path (x quantized too); scalar column: the float reference gemv_q8.
         run("gemv_q8_" + shape + "_int8", flops, [&] { k::variants::gemv_q8_int8(M, N, Wq.data(), x.data(), y.data()); },
             [&] { ref::gemv_q8(M, N, Wq.data(), x.data(), y.data()); });
+        // What the decoders run for Q8_0 weights: x quantized too, 4 rows per pass; scalar column: its reference.
+        run("gemv_q8_" + shape + "_q8q8", flops, [&] { k::gemv_q8_q8(M, N, Wq.data(), x.data(), y.data()); },
+            [&] { ref::gemv_q8_q8(M, N, Wq.data(), x.data(), y.data()); });
+        // The same with the block scales converted ahead, as nn::Linear holds them (q8_scales_by4).
+        const auto scales4 = k::q8_scales_by4(Wq.data(), M, N);
+        run("gemv_q8_" + shape + "_q8q8_scales", flops,
+            [&] { k::gemv_q8_q8(M, N, Wq.data(), x.data(), y.data(), false, scales4.data()); },
+            [&] { ref::gemv_q8_q8(M, N, Wq.data(), x.data(), y.data()); });
     }
     run("gemm_nt_q8_256", gemm_flops, [&] { k::gemm_nt_q8(n, n, n, A.data(), n, Bq.data(), C.data(), n); },
         [&] { ref::gemm_nt_q8(n, n, n, A.data(), n, Bq.data(), C.data(), n); });

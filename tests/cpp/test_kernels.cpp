@@ -424,6 +424,131 @@ TEST_CASE("gemv_q8_int8 and gemm_nt_q8_int8 match the float kernels on dequantiz
     CHECK_THROWS_AS(k::variants::gemm_nt_q8_int8(1, 1, 40, buf.data(), 40, W.data(), buf.data(), 1), attnlab::Error);
 }
 
+// gemv_q8_q8's error budget against its scalar reference. Both compute, per row, sum += float(isum_b) ·
+// (d_w·d_x) over the blocks in order, with exact integer isum_b: the results can differ only where one side
+// fuses a multiply-add (natively; never in wasm), i.e. by at most one rounding of each partial sum and product,
+// so |y - y_ref| <= 2·eps·Σ_b |isum_b·d_w·d_x| per row (plus |y| in the accumulating case).
+static std::vector<float> q8_q8_rounding_budget(const std::vector<k::BlockQ8_0>& W, int M, int K, const std::vector<float>& x,
+                                                const std::vector<float>& y0, bool accumulate) {
+    const int blocks = K / 32;
+    const auto xq = quantize(x);
+    std::vector<float> budget(M);
+    for (int i = 0; i < M; ++i) {
+        double magnitude = accumulate ? std::fabs(y0[i]) : 0.0;
+        for (int b = 0; b < blocks; ++b) {
+            const k::BlockQ8_0& w = W[(size_t)i * blocks + b];
+            long isum = 0;
+            for (int j = 0; j < 32; ++j) isum += long(w.q[j]) * xq[b].q[j];
+            magnitude += std::fabs(double(isum) * k::f16_to_f32(w.scale) * k::f16_to_f32(xq[b].scale));
+        }
+        budget[i] = float(2.0 * std::ldexp(1.0, -23) * magnitude) + 1e-30f;
+    }
+    return budget;
+}
+
+TEST_CASE("gemv_q8_q8 matches its scalar reference, the float GEMV on quantized x, and the activation error bound") {
+    unsigned seed = 2000;
+    for (int M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 33, 100})
+        for (int K : {32, 64, 96, 256, 320}) {
+            INFO("M=" << M << " K=" << K);
+            const auto W = quantize(random_vector((size_t)M * K, seed++));
+            const auto Wf = dequantize(W);
+            // Activations with a spread of magnitudes per block, like the decoder's (tanh/embedding/context).
+            auto x = random_vector(K, seed++, -2.0f, 2.0f);
+            for (int j = 0; j < K; j += 5) x[j] *= 0.01f;
+            const bool accumulate = (M + K / 32) % 2;
+            // y has 3 extra entries that no kernel may touch (the tail rows of the 4-row passes).
+            auto y = random_vector(M + 3, seed++);
+            const auto y0 = y;
+            auto y_ref = y;
+            k::gemv_q8_q8(M, K, W.data(), x.data(), y.data(), accumulate);
+            ref::gemv_q8_q8(M, K, W.data(), x.data(), y_ref.data(), accumulate);
+            const auto budget = q8_q8_rounding_budget(W, M, K, x, y0, accumulate);
+            for (int i = 0; i < M; ++i) {
+                INFO("row " << i << ": " << y[i] << " vs reference " << y_ref[i]);
+                CHECK(std::fabs(y[i] - y_ref[i]) <= budget[i]);
+            }
+            for (int i = M; i < M + 3; ++i) CHECK(bits(y[i]) == bits(y0[i]));
+            // With the scales converted ahead (q8_scales_by4): the same floats, so the same bits.
+            const auto scales4 = k::q8_scales_by4(W.data(), M, K);
+            REQUIRE(scales4.size() == size_t((M + 3) / 4 * (K / 32) * 4));
+            for (int i = 0; i < (M + 3) / 4 * 4; ++i)
+                for (int b = 0; b < K / 32; ++b) {
+                    const float expected = i < M ? k::f16_to_f32(W[(size_t)i * (K / 32) + b].scale) : 0.0f;
+                    CHECK(scales4[((size_t)(i / 4) * (K / 32) + b) * 4 + i % 4] == expected);
+                }
+            auto y_packed = y0;
+            k::gemv_q8_q8(M, K, W.data(), x.data(), y_packed.data(), accumulate, scales4.data());
+            for (int i = 0; i < M + 3; ++i) CHECK(bits(y_packed[i]) == bits(y[i]));
+
+            // The reference itself against the plain float GEMV on dequantized W and quantized-then-dequantized x.
+            const auto xf = quantized_activations(x, 1, K, K);
+            auto y_float = y0;
+            ref::gemv(M, K, Wf.data(), K, xf.data(), y_float.data(), accumulate);
+            check_close(y_ref.data(), y_float.data(), M, 1e-5f * K, 1e-5f, "gemv_q8_q8 reference vs gemv on x̃");
+            // And against the unquantized x: the activation rounding |x - x̃| <= d_x/2, d_x = max|x_block|/127
+            // (1% slack for the f16 rounding of d_x), weighted by |w̃|. It must also be visible (x̃ != x).
+            auto y_exact = y0;
+            ref::gemv(M, K, Wf.data(), K, x.data(), y_exact.data(), accumulate);
+            float worst = 0;
+            for (int i = 0; i < M; ++i) {
+                double bound = 1e-5;
+                for (int j = 0; j < K; ++j) {
+                    float block_max = 0;
+                    for (int jj = j / 32 * 32; jj < j / 32 * 32 + 32; ++jj) block_max = std::max(block_max, std::fabs(x[jj]));
+                    bound += std::fabs(Wf[(size_t)i * K + j]) * block_max / 254.0 * 1.01;
+                }
+                CHECK(std::fabs(y[i] - y_exact[i]) <= bound);
+                worst = std::max(worst, std::fabs(y[i] - y_exact[i]));
+            }
+            CHECK(worst > 0.0f);
+        }
+}
+
+TEST_CASE("gemv_q8_q8: special block scales, zero blocks, extreme weights and bad shapes") {
+    // Weight scales: negative, half subnormals, zero, the largest half, and the activations' zero block.
+    const uint16_t scales[] = {0xbc00 /* -1 */, 0x0001 /* 2^-24 */, 0x83ff /* -subnormal */, 0x0000,
+                               0x7bff /* 65504 */, 0x3555, 0x0400 /* smallest normal */};
+    const int M = 7, K = 64;
+    std::vector<k::BlockQ8_0> W(M * 2);
+    for (int i = 0; i < M; ++i)
+        for (int b = 0; b < 2; ++b) {
+            W[i * 2 + b].scale = scales[(i + b) % 7];
+            // Includes -128 (not produced by quantize_q8_0, but legal in a file) and ±127.
+            for (int j = 0; j < 32; ++j) W[i * 2 + b].q[j] = int8_t((j * 37 + i * 11 + b * 5) % 256 - 128);
+        }
+    auto x = random_vector(K, 5);
+    for (int j = 32; j < 64; ++j) x[j] = 0.0f;  // second block of x: scale 0
+    x[3] = -2.5f;                                // the block max, negative
+    std::vector<float> y(M), y_ref(M);
+    k::gemv_q8_q8(M, K, W.data(), x.data(), y.data());
+    ref::gemv_q8_q8(M, K, W.data(), x.data(), y_ref.data());
+    const auto budget = q8_q8_rounding_budget(W, M, K, x, y, false);
+    for (int i = 0; i < M; ++i) CHECK(std::fabs(y[i] - y_ref[i]) <= budget[i]);
+    // An exactly known case: all weights 127 with scale 1, x = 1 everywhere (d_x = f16(1/127), q_x = 127):
+    // y = 32·127·127 · f16(1/127) per block.
+    {
+        std::vector<k::BlockQ8_0> ones(1);
+        ones[0].scale = 0x3c00;
+        for (auto& q : ones[0].q) q = 127;
+        const std::vector<float> x1(32, 1.0f);
+        float y1 = 0;
+        k::gemv_q8_q8(1, 32, ones.data(), x1.data(), &y1);
+        CHECK(y1 == 32.0f * 127 * 127 * k::f16_to_f32(k::f32_to_f16(1.0f / 127)));
+    }
+    // Inf and NaN weight scales make the row non-finite, as the f16 rules say (not a finite garbage number).
+    W[0].scale = 0x7c00;
+    W[2].scale = 0x7e00;
+    k::gemv_q8_q8(2, K, W.data(), x.data(), y.data());
+    CHECK_FALSE(std::isfinite(y[0]));
+    CHECK(std::isnan(y[1]));
+    std::vector<float> buf(64);
+    CHECK_THROWS_AS(k::gemv_q8_q8(1, 48, W.data(), buf.data(), buf.data()), attnlab::Error);
+    CHECK_THROWS_AS(ref::gemv_q8_q8(1, 40, W.data(), buf.data(), buf.data()), attnlab::Error);
+    CHECK_THROWS_AS(k::gemv_q8_q8(-1, 32, W.data(), buf.data(), buf.data()), attnlab::Error);
+    k::gemv_q8_q8(0, 32, nullptr, buf.data(), nullptr);  // no rows: nothing to read or write
+}
+
 // ------------------------------------------------------------------------------------------------
 // Elementwise and row kernels.
 

@@ -1,9 +1,14 @@
 // nn::Linear against PyTorch's nn.Linear (f32), f16-rounded weights and numpy's Q8_0 dequantization
-// (fixtures: models/golden_layers.py -> tests/fixtures/layers/linear.gguf).
+// (fixtures: models/golden_layers.py -> tests/fixtures/layers/linear.gguf). One-row Q8_0 products also round
+// the activations to Q8_0 (kernels::gemv_q8_q8): checked against the bound that rounding implies.
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
+#include "attnlab/kernels/kernels.hpp"
 #include "attnlab/nn/linear.hpp"
 #include "test_support.hpp"
 
@@ -53,8 +58,37 @@ TEST_CASE("linear: Q8_0 weights stay quantized and match the dequantized matmul"
     const nn::Linear layer = nn::load_linear(linear_fixture(), "q8", 64, 9);
     REQUIRE(layer.quantized());
     CHECK(layer.weight_q8.size() == 9 * 2);
+    // Several rows: float activations against the dequantized weights, as numpy computes.
     check_case(layer, "q8.x", "q8.y");
-    check_case(layer, "q8.x1", "q8.y1");
+
+    // One row (the decoders' case) goes through kernels::gemv_q8_q8, which also rounds x to Q8_0: per element
+    // |x - x̃| <= d_x/2 with d_x = max|x over its 32-block| / 127 (1% slack for the f16 rounding of d_x), so
+    // |y_i - expected_i| <= Σ_j |w̃_ij| · max|x_block(j)| / 254 · 1.01, plus float rounding (1e-5).
+    const gguf::File& file = linear_fixture();
+    const std::vector<float> x = file.load_f32_flat("q8.x1"), expected = file.load_f32_flat("q8.y1");
+    REQUIRE(x.size() == 64);
+    std::vector<float> w(9 * 64);
+    kernels::dequantize_q8_0(layer.weight_q8.data(), w.size(), w.data());
+    std::vector<float> y(9);
+    nn::linear(layer, x.data(), 1, y.data());
+    float worst = 0;
+    for (int i = 0; i < 9; ++i) {
+        double bound = 1e-5;
+        for (int j = 0; j < 64; ++j) {
+            float block_max = 0;
+            for (int jj = j / 32 * 32; jj < j / 32 * 32 + 32; ++jj) block_max = std::max(block_max, std::fabs(x[jj]));
+            bound += std::fabs(w[i * 64 + j]) * block_max / 254.0 * 1.01;
+        }
+        INFO("output " << i << ": " << y[i] << " vs " << expected[i] << ", bound " << bound);
+        CHECK(std::fabs(y[i] - expected[i]) <= bound);
+        worst = std::max(worst, std::fabs(y[i] - expected[i]));
+    }
+    // ... and it is the int8 path: exactly the reference int8 kernel plus the bias, visibly not the float one.
+    std::vector<float> y_int8(9);
+    kernels::reference::gemv_q8_q8(9, 64, layer.weight_q8.data(), x.data(), y_int8.data());
+    for (int i = 0; i < 9; ++i) y_int8[i] += layer.bias[i];
+    test::check_close(y, y_int8, 1e-6f, 1e-6f, "one row == reference gemv_q8_q8 + bias");
+    CHECK(worst > 1e-5f);
 }
 
 TEST_CASE("linear: slice_rows keeps the selected outputs (f32 and Q8_0)") {

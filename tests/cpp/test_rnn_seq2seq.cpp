@@ -3,6 +3,7 @@
 // Also the public Model API's refusals: wrong kinds of file, bad text, bad options.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "attnlab/attnlab.hpp"
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
+#include "attnlab/kernels/kernels.hpp"
 #include "attnlab/models/rnn_seq2seq.hpp"
 #include "test_support.hpp"
 
@@ -178,6 +180,74 @@ TEST_CASE("rnn_seq2seq: the Q8_0 export loads and translates with well-formed at
         }
     }
     MESSAGE("Q8_0 greedy outputs equal to f32 PyTorch's: " << same << " of 8");
+}
+
+namespace {
+
+// The same layer with its Q8_0 weights dequantized to f32: the float-activation product on exactly the same
+// weight values (kernels::gemv), i.e. the Q8_0 model without the activation rounding of gemv_q8_q8.
+nn::Linear dequantized(const nn::Linear& layer) {
+    if (!layer.quantized()) return layer;
+    nn::Linear out = layer;
+    out.weight = Matrix::from_shape({std::size_t(layer.out), std::size_t(layer.in)});
+    kernels::dequantize_q8_0(layer.weight_q8.data(), out.weight.size(), out.weight.data());
+    out.weight_q8.clear();
+    return out;
+}
+
+double max_abs_diff(const float* a, const float* b, std::size_t n) {
+    double worst = 0;
+    for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(a[i]) - double(b[i])));
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("rnn_seq2seq: Q8_0 decoder steps (int8 activations) stay within the weights' own quantization error") {
+    // Tolerance, derived from the two roundings: every product in a Q8_0 decoder step has its weight rounded
+    // to Q8_0 (|w - w̃| <= d_w/2, d_w = max|w_block|/127) and, in gemv_q8_q8, its activation too (|x - x̃| <=
+    // d_x/2, d_x = max|x_block|/127): the same relative rounding of the other factor. So the logit error the
+    // activation rounding adds (int8 engine vs the same Q8_0 weights with float activations) must be of the
+    // size of the error the weight rounding already causes (Q8_0 weights with float activations vs the f32
+    // PyTorch model, probe.logits), measured on the same steps: at most 2× it (the activations' blocks
+    // are more peaked than the weights': a tanh state has a few near-±1 lanes) and not zero (the int8 path
+    // is really taken). Every step starts from PyTorch's f32 state (probe.states), so errors do not compound.
+    const gguf::File file = gguf::File::open(fixture("additive.q8_0.gguf"));
+    const gguf::File expected = gguf::File::open(fixture("additive.expected.gguf"));
+    const models::RnnSeq2Seq q8 = models::load_rnn_seq2seq(file);
+    REQUIRE(q8.target_embedding.quantized());
+    REQUIRE(q8.decoder.ih.quantized());
+    models::RnnSeq2Seq float_activations = q8;
+    for (nn::Linear* layer : {&float_activations.attention.query_proj, &float_activations.attention.key_proj,
+                              &float_activations.decoder.ih, &float_activations.decoder.hh,
+                              &float_activations.deep_output, &float_activations.target_embedding})
+        *layer = dequantized(*layer);
+    const std::vector<int32_t> source = expected.get_i32_array("sentence.0.source_ids");
+    const int V = q8.config.target_vocab, H = q8.config.decoder_hidden;
+    const models::RnnEncoded encoded = models::rnn_encode(q8, source);
+    const std::vector<int32_t> tokens = expected.get_i32_array("probe.tokens");
+    const int steps = int(tokens.size());
+    REQUIRE(steps >= 3);
+    const Matrix logits_f32 = expected.load_f32<2>("probe.logits", {steps, V});
+    const Matrix states_f32 = expected.load_f32<2>("probe.states", {steps, H});
+    std::vector<float> state = expected.load_f32_flat("probe.s0"), next(H), next_ref(H);
+    REQUIRE(int(state.size()) == H);
+    double weight_error = 0, activation_error = 0;
+    decode::StepOutput out, out_ref;
+    for (int i = 0; i < steps; ++i) {
+        if (i > 0) std::copy(states_f32.data() + std::size_t(i - 1) * H, states_f32.data() + std::size_t(i) * H, state.begin());
+        models::rnn_step(q8, encoded, tokens[i], state.data(), next.data(), out);
+        models::rnn_step(float_activations, encoded, tokens[i], state.data(), next_ref.data(), out_ref);
+        REQUIRE(out.logits.size() == std::size_t(V));
+        activation_error = std::max(activation_error, max_abs_diff(out.logits.data(), out_ref.logits.data(), V));
+        weight_error = std::max(weight_error, max_abs_diff(out_ref.logits.data(), logits_f32.data() + std::size_t(i) * V, V));
+        CHECK(max_abs_diff(next.data(), next_ref.data(), H) < 0.05);  // a state within tanh's range, not garbage
+    }
+    MESSAGE("max logit error over " << steps << " steps: activation rounding " << activation_error
+                                    << ", weight rounding " << weight_error);
+    CHECK(activation_error > 0.0);
+    CHECK(weight_error > 0.0);
+    CHECK(activation_error <= 2.0 * weight_error);
 }
 
 TEST_CASE("rnn_seq2seq: files of another kind are refused with a clear message") {

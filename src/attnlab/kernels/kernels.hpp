@@ -8,6 +8,7 @@
 // (one attention head, one gate of a recurrent cell).
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace attnlab::kernels {
 
@@ -39,6 +40,13 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
     void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate = false); \
     /* y[M] (+)= W[M,N] · x[N], W as Q8_0 with N/32 blocks per row (N % 32 == 0) */                       \
     void gemv_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate = false);     \
+    /* y[M] (+)= W[M,N] · x̃[N], W as Q8_0 and x̃ = x quantized to Q8_0 first (quantize_q8_0); per block  \
+       an exact int8·int8 dot times d_w·d_x (ggml's q8_0·q8_0 vec_dot). The decoders' Q8_0 GEMV: it     \
+       differs from gemv_q8 by the rounding of x (|x - x̃| <= d_x/2 per element). scales4: null, or W's     \
+       block scales as floats from q8_scales_by4(W, M, N) (saves converting them on every call; the      \
+       result is the same); the reference ignores it. */                                                 \
+    void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate = false,   \
+                    const float* scales4 = nullptr);                                                      \
     /* y[r,:] = act(y[r,:] + bias) for every row r; bias may be null */                                   \
     void bias_act(int rows, int cols, float* y, int ldy, const float* bias, Activation act);              \
     /* x = act(x) elementwise */                                                                           \
@@ -78,6 +86,9 @@ uint16_t f32_to_f16(float f);
 // Quantize n floats (n % 32 == 0) the way ggml does: scale = max|x| / 127, q = round(x / scale).
 void quantize_q8_0(const float* x, std::size_t n, BlockQ8_0* out);
 void dequantize_q8_0(const BlockQ8_0* blocks, std::size_t n, float* out);
+// The block scales of a Q8_0 matrix W [M, N] as floats, grouped the way gemv_q8_q8 reads them: rows in fours,
+// [ceil(M/4), N/32, 4] (lane r = row 4·g + r; lanes past M are 0). Throws when N % 32 != 0.
+std::vector<float> q8_scales_by4(const BlockQ8_0* W, int M, int N);
 
 // Which SIMD instruction set the kernels were compiled for ("avx2+fma", "sse2 (wasm simd128)", ...).
 const char* simd_name();

@@ -94,6 +94,27 @@ void gemv_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool ac
     }
 }
 
+// ggml's q8_0·q8_0: x quantized once, then per block an exact integer dot product scaled by d_w·d_x, the
+// blocks summed in order in float (the SIMD kernel does the same float operations per row, so the two
+// differ at most by fused multiply-adds).
+void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate, const float*) {
+    detail::check_gemv("gemv_q8_q8", M, N, N);
+    detail::check_q8_width("gemv_q8_q8", N);
+    const int blocks = N / kQ8BlockSize;
+    std::vector<BlockQ8_0> xq(blocks);
+    quantize_q8_0(x, N, xq.data());
+    for (int i = 0; i < M; ++i) {
+        float sum = 0.0f;
+        for (int b = 0; b < blocks; ++b) {
+            const BlockQ8_0& w = W[(size_t)i * blocks + b];
+            int32_t block_sum = 0;
+            for (int j = 0; j < kQ8BlockSize; ++j) block_sum += int32_t(w.q[j]) * int32_t(xq[b].q[j]);
+            sum += float(block_sum) * (f16_to_f32(w.scale) * f16_to_f32(xq[b].scale));
+        }
+        y[i] = accumulate ? y[i] + sum : sum;
+    }
+}
+
 static float activation(float x, Activation act) {
     switch (act) {
         case Activation::none: return x;

@@ -31,10 +31,19 @@ void linear(const Linear& layer, const float* x, int rows, float* y) {
     if (rows < 0) fail("linear: negative row count");
     if (rows == 0) return;
     if (layer.quantized()) {
-        if (rows == 1)
-            kernels::gemv_q8(layer.out, layer.in, layer.weight_q8.data(), x, y);
-        else
+        // One row (every decoder step, greedy or per beam): the int8·int8 kernel, x quantized to Q8_0 per call.
+        // It reads the weights at 1 byte each with no per-weight float conversion (gemv_q8's widening made
+        // q8_0 decoding slower than f32); the activation rounding is within the weights' own Q8_0 error
+        // (docs/performance.md: engine BLEU unchanged). Several rows (encoders, batched inputs) keep the
+        // float-activation GEMM, which dequantizes a panel once and reuses it across rows.
+        if (rows == 1) {
+            const std::size_t groups = (std::size_t(layer.out) + 3) / 4;
+            const bool packed = layer.weight_q8_scales.size() == groups * (layer.in / kernels::kQ8BlockSize) * 4;
+            kernels::gemv_q8_q8(layer.out, layer.in, layer.weight_q8.data(), x, y, false,
+                                packed ? layer.weight_q8_scales.data() : nullptr);
+        } else {
             kernels::gemm_nt_q8(rows, layer.out, layer.in, x, layer.in, layer.weight_q8.data(), y, layer.out);
+        }
     } else {
         if (rows == 1)
             kernels::gemv(layer.out, layer.in, layer.weight.data(), layer.in, x, y);
@@ -65,6 +74,7 @@ Linear slice_rows(const Linear& layer, int begin, int count) {
         const std::size_t blocks_per_row = layer.in / kernels::kQ8BlockSize;
         part.weight_q8.assign(layer.weight_q8.begin() + std::size_t(begin) * blocks_per_row,
                               layer.weight_q8.begin() + std::size_t(begin + count) * blocks_per_row);
+        part.weight_q8_scales = kernels::q8_scales_by4(part.weight_q8.data(), count, layer.in);
     } else {
         part.weight = Matrix::from_shape({std::size_t(count), std::size_t(layer.in)});
         std::memcpy(part.weight.data(), layer.weight.data() + std::size_t(begin) * layer.in,
@@ -84,11 +94,12 @@ Linear load_linear_tensors(const gguf::File& file, const std::string& weight_nam
     layer.in = in;
     layer.out = out;
     if (file.tensor(weight_name).type == gguf::TensorType::q8_0)
-        layer.weight_q8 = file.load_q8(weight_name, {out, in});  // stays quantized: gemv_q8 / gemm_nt_q8
+        layer.weight_q8 = file.load_q8(weight_name, {out, in});  // stays quantized: gemv_q8_q8 / gemm_nt_q8
     else
         layer.weight = file.load_f32<2>(weight_name, {out, in});
     if (!bias_name.empty() && file.has_tensor(bias_name)) layer.bias = file.load_f32<1>(bias_name, {out});
     validate(layer, weight_name);
+    if (layer.quantized()) layer.weight_q8_scales = kernels::q8_scales_by4(layer.weight_q8.data(), out, in);
     return layer;
 }
 
