@@ -58,7 +58,7 @@ def write_expected(entry, sentences, out_dir):
         w.add_array(p + "source_ids", src_ids, "int32")
         w.add_array(p + "greedy_ids", tokens, "int32")
         w.add_string(p + "greedy_text", sp_tgt.decode(tokens))
-        # An empty translation (EOS first) still needs a [0, S] tensor: GGUF cannot store zero-size tensors.
+        # An empty translation (EOS first) gets a [1, S] zero placeholder: GGUF cannot store zero-size tensors.
         w.add_tensor(p + "greedy_attention", np.stack(weights) if weights else np.zeros((1, len(src_ids)), np.float32))
     w.write()
     return path

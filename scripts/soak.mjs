@@ -47,12 +47,10 @@ async function chooseModels() {
   let translator = process.env.ATTNLAB_SOAK_TRANSLATOR || join(root, 'models/weights/bahdanau-en-de.q8_0.gguf');
   let captioner = process.env.ATTNLAB_SOAK_CAPTIONER;
   if (!captioner) {
-    // A real captioner from the manifest if one is there, else the tiny fixture with an image encoder
-    // (tiny_model.gguf has none: it captions only precomputed features).
+    // A real captioner from the manifest if one is there, else the tiny fixture with an image encoder.
     const { models } = JSON.parse(await readFile(join(root, 'models/manifest.json'), 'utf8'));
     const entry = models.find((m) => m.task === 'caption' && existsSync(join(root, m.file)));
-    const fixtures = ['tiny_encoder_model.gguf', 'tiny_model.gguf'].map((f) => join(root, 'tests/fixtures/caption', f));
-    captioner = entry ? join(root, entry.file) : fixtures.find((f) => existsSync(f)) ?? fixtures[0];
+    captioner = entry ? join(root, entry.file) : join(root, 'tests/fixtures/caption/tiny_encoder_model.gguf');
   }
   for (const file of [translator, captioner]) if (!existsSync(file)) fail(`${file} does not exist`);
   return { translator, captioner };
@@ -207,11 +205,12 @@ async function main() {
     const setup = await page.evaluate(pageSetup, {
       translatorUrl: '/models/weights/translator.gguf', captionerUrl: '/models/weights/captioner.gguf',
     });
-    const canCaption = setup.captioner.caption === true;
-    if (!canCaption) summary.captionsSkipped = setup.captioner.error ?? 'model.caption() does not exist yet';
+    if (setup.captioner.caption !== true) {
+      fail(`the captioner cannot caption: ${setup.captioner.error ?? 'it has no caption() method'}`);
+    }
 
-    const jobs = [{ kind: 'translate', calls: translationSchedule(text, TRANSLATIONS) }];
-    if (canCaption) jobs.push({ kind: 'caption', calls: captionSchedule(samples, CAPTIONS) });
+    const jobs = [{ kind: 'translate', calls: translationSchedule(text, TRANSLATIONS) },
+      { kind: 'caption', calls: captionSchedule(samples, CAPTIONS) }];
     const memory = (kind) => page.evaluate((k) => window.__soak[k === 'translate' ? 'translator' : 'captioner']._memoryStats(), kind);
     const start = performance.now();
     for (const { kind, calls } of jobs) {

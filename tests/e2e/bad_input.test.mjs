@@ -100,7 +100,7 @@ for (const name of Object.keys(cases)) {
     } finally {
       await page.close();
     }
-    const offsite = requests.filter((url) => !/^(data|blob):/.test(url) && new URL(url).hostname !== 'localhost');
+    const offsite = requests.filter((url) => !/^(data|blob):/.test(url) && new URL(url).origin !== origin);
     if (offsite.length) throw new Error(`requests left localhost: ${offsite.join(', ')}`);
   });
 }

@@ -9,7 +9,7 @@
 // ctx = {
 //   loadModel,                  the module's loadModel
 //   translator: Uint8Array,     tests/fixtures/rnn/additive.gguf (f32, so dims can be rewritten freely)
-//   captioner: Uint8Array,      tests/fixtures/caption/tiny_model.gguf
+//   captioner: Uint8Array,      tests/fixtures/caption/tiny_encoder_model.gguf
 //   expected: { [sentence]: text },   the CLI's greedy translations of PROBE and of CONCURRENT's sentences
 //   translatorUrl?: string,     browser only: the translator served by the test server (SHA-256 + Cache API check)
 //   cacheName?: string,         browser only: the module's Cache API name
@@ -196,30 +196,13 @@ export const cases = {
 
   async 'a model of the wrong kind: translate on a captioner, caption on a translator'(ctx) {
     const model = await load(ctx, ctx.translator, 'the translator');
-    // loadModel may refuse a model whose task the module does not run (before captioning existed it refused
-    // captioners); if it loads it, translate() must refuse. Either way the message names both tasks.
-    let captioner = null;
-    try {
-      captioner = await load(ctx, ctx.captioner, 'the captioner');
-    } catch (error) {
-      if (!/caption/.test(error.message) || !/translat/.test(error.message)) {
-        fail(`loading the captioner failed with an unclear message: ${error.message}`);
-      }
-    }
-    if (captioner) {
-      await expectReject('translate on a captioner', () => captioner.translate(PROBE), /caption.*translat|translat.*caption/i);
-      captioner.terminate();
-    }
-    let todo;
-    if (typeof model.caption === 'function') {
-      await expectReject('caption on a translator', () => model.caption({ data: new Uint8Array(4 * 32 * 32), width: 32, height: 32 }),
-                         /translat.*caption|caption.*translat/i);
-    } else {
-      todo = 'model.caption() does not exist yet (issue 6 is adding it): caption on a translator is not checked';
-    }
+    const captioner = await load(ctx, ctx.captioner, 'the captioner');
+    await expectReject('translate on a captioner', () => captioner.translate(PROBE), /caption.*translat|translat.*caption/i);
+    captioner.terminate();
+    await expectReject('caption on a translator', () => model.caption({ data: new Uint8Array(4 * 32 * 32), width: 32, height: 32 }),
+                       /translat.*caption|caption.*translat/i);
     await assertStillTranslates(ctx, model, 'wrong-kind calls');
     model.terminate();
-    return todo ? { todo } : undefined;
   },
 
   async 'tensors of the wrong shape: refused with a message naming the tensor'(ctx) {
@@ -267,10 +250,6 @@ export const cases = {
 
   async 'caption inputs: zero-size, huge and non-image'(ctx) {
     const translator = await load(ctx, ctx.translator, 'the translator');
-    if (typeof translator.caption !== 'function') {
-      translator.terminate();
-      return { todo: 'model.caption() does not exist yet (issue 6 is adding it)' };
-    }
     const model = await load(ctx, ctx.captioner, 'the captioner');
     const rgba = (w, h) => ({ data: new Uint8ClampedArray(w * h * 4).fill(128), width: w, height: h });
     const size = /attnlab: .*(width|height|size|pixels)/i;
@@ -321,10 +300,10 @@ export const cases = {
       await expectReject(`pending call ${i} at terminate()`, () => promise, /attnlab: the model was terminated/);
     }
     await expectReject('translate after terminate()', () => model.translate(PROBE), /attnlab: the model was terminated/);
-    if (typeof model.caption === 'function') {
-      await expectReject('caption after terminate()', () => model.caption({ data: new Uint8Array(4), width: 1, height: 1 }),
-                         /terminated|translat|caption/);
-    }
+    const captioner = await load(ctx, ctx.captioner, 'the captioner');
+    captioner.terminate();
+    await expectReject('caption after terminate()', () => captioner.caption({ data: new Uint8Array(4), width: 1, height: 1 }),
+                       /attnlab: the model was terminated/);
     model.terminate();  // a second terminate() is harmless
     await withTimeout(model.dispose(), 'dispose() after terminate()');
 

@@ -19,6 +19,7 @@ struct Linear {
     std::vector<kernels::BlockQ8_0> weight_q8;     // [out, in/32] Q8_0 blocks; used when non-empty
     // weight_q8's block scales as floats, kernels::q8_scales_by4 (set by the loaders and slice_rows; 12% of
     // the Q8_0 bytes): spares the one-row kernel converting f16 scales on every call. Empty: converted per call.
+    // A cache of weight_q8, checked only by size: code that changes weight_q8 after loading must clear or refill it.
     std::vector<float> weight_q8_scales;
     Vector bias;                                   // [out], or empty for no bias
 
