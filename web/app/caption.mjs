@@ -3,61 +3,28 @@
 // smoothly (bilinearly) upsampled from gridHeight × gridWidth to the photo. Every weight comes from the engine
 // (Caption.attention); this module only draws. main.mjs calls setupCaption() once it has read the manifest.
 import { matrixRow } from '/lib/index.mjs';
-
-const byId = (id) => document.getElementById(id);
+import {
+  byId, el, showError as showErrorIn, tokenLabel, continuesWord, statusLine, createModelLoader,
+} from '/app/ui.mjs';
 const SAMPLES_URL = '/app/samples/samples.json';
 const MAX_INPUT_SIDE = 1024;   // larger photos are scaled down before captioning (the engine works at 224 anyway)
 const THUMB_HEIGHT = 84;       // per-word strip, CSS pixels
 
 const view = {
   entries: [],
-  getModel: null,
-  available: () => false,
-  loading: null,       // AbortController of the download in progress
+  loader: null,        // createModelLoader() of this tab
   model: null,         // { entry, promise: Promise<Model | null> } of the selected captioner
   input: null,         // canvas holding the pixels that were captioned
   caption: null,       // the engine's last Caption
   selected: 0,         // token whose attention is drawn
   stream: null,        // the camera's MediaStream while it is open
+  cameraRequest: 0,    // counts camera requests: one still pending when this moved on was cancelled
   busy: false,
   pending: null,       // an input that arrived while captioning: run it next
 };
 
-function el(tag, { className, text, attrs } = {}, children = []) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  for (const [key, value] of Object.entries(attrs ?? {})) node.setAttribute(key, value);
-  for (const child of children) node.append(child);
-  return node;
-}
-
-// SentencePiece pieces: "▁" starts a word; other pieces continue the previous one.
-const wordOf = (piece) => (piece.startsWith('▁') ? piece.slice(1) || '␣' : piece);
-const continues = (piece) => !piece.startsWith('▁');
-
-function formatBytes(n) {
-  if (!n) return '0 B';
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(0)} kB`;
-  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
-}
-
-function setStatus(text, { progress = null, source = null, error = false } = {}) {
-  byId('cap-status-text').textContent = text;
-  const bar = byId('cap-progress');
-  bar.hidden = progress === null;
-  if (progress !== null) bar.value = progress;
-  const status = byId('cap-status');
-  status.classList.toggle('error', error);
-  if (source) status.dataset.source = source;
-  else delete status.dataset.source;
-}
-
-function showError(error) {
-  const node = byId('cap-error');
-  node.textContent = error ? (error.message ?? String(error)) : '';
-  node.hidden = !error;
-}
+const setStatus = statusLine('cap');
+const showError = (error) => showErrorIn(byId('cap-error'), error);
 
 const currentEntry = () => view.entries.find((entry) => entry.id === byId('cap-model').value);
 
@@ -67,40 +34,13 @@ const currentEntry = () => view.entries.find((entry) => entry.id === byId('cap-m
 function ensureModel() {
   const entry = currentEntry();
   if (view.model?.entry !== entry) {
-    const promise = loadSelected(entry).then((model) => {
+    const promise = view.loader.load(entry).then((model) => {
       if (!model && view.model?.promise === promise) view.model = null;
       return model;
     });
     view.model = { entry, promise };
   }
   return view.model.promise;
-}
-
-async function loadSelected(entry) {
-  if (!entry || !view.available(entry)) {
-    setStatus(entry ? `${entry.label ?? entry.id} is not available yet.` : 'No captioner yet.');
-    return null;
-  }
-  view.loading?.abort();
-  const controller = new AbortController();
-  view.loading = controller;
-  const label = entry.label ?? entry.id;
-  setStatus(`Loading ${label}…`, { progress: 0 });
-  const started = performance.now();
-  try {
-    const model = await view.getModel(entry, ({ loaded, total }) => {
-      if (controller.signal.aborted) return;
-      setStatus(`Downloading ${label}: ${formatBytes(loaded)} of ${formatBytes(total)}`,
-                { progress: total ? loaded / total : 0 });
-    }, controller.signal);
-    if (controller.signal.aborted || currentEntry() !== entry) return null;
-    setStatus(`${label} ready (${formatBytes(entry.bytes)}, ${model.fromCache ? 'from cache' : 'downloaded'}, ` +
-              `${Math.round(performance.now() - started)} ms)`, { source: model.fromCache ? 'cache' : 'network' });
-    return model;
-  } catch (error) {
-    if (!controller.signal.aborted) setStatus(error.message, { error: true });
-    return null;
-  }
 }
 
 // ---------------------------------------------------------------- inputs
@@ -225,6 +165,7 @@ function setupDrop() {
 // ---------------------------------------------------------------- camera (opened only on click, always stopped)
 
 function stopCamera() {
+  view.cameraRequest += 1;  // a request still pending is cancelled: its stream is stopped when it arrives
   view.stream?.getTracks().forEach((track) => track.stop());
   view.stream = null;
   const video = byId('cap-video');
@@ -240,13 +181,24 @@ async function openCamera() {
     return;
   }
   byId('cap-camera').disabled = true;
+  const request = ++view.cameraRequest;
+  const cancelled = () => request !== view.cameraRequest || byId('tab-caption').hidden;
+  let stream;
   try {
-    view.stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: 'environment' }, audio: false });
+    stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: 'environment' }, audio: false });
   } catch (error) {
+    if (cancelled()) return;
     byId('cap-camera').disabled = false;
     showError(new Error(`The camera could not be opened: ${error.message || error.name}.`));
     return;
   }
+  // The user left the tab (or stopped the camera) while the browser was asking: never keep a hidden camera on.
+  if (cancelled()) {
+    stream.getTracks().forEach((track) => track.stop());
+    if (request === view.cameraRequest) stopCamera();
+    return;
+  }
+  view.stream = stream;
   const video = byId('cap-video');
   video.srcObject = view.stream;
   byId('cap-camera-box').hidden = false;
@@ -257,7 +209,13 @@ async function snapCamera() {
   const video = byId('cap-video');
   const { videoWidth: width, videoHeight: height } = video;
   if (!view.stream || !width) return;
-  const canvas = toInputCanvas(video, width, height);  // grab the frame before the stream stops
+  let canvas;
+  try {
+    canvas = toInputCanvas(video, width, height);  // grab the frame before the stream stops
+  } catch (error) {
+    showError(error);  // the camera stays open: the user can try again or stop it
+    return;
+  }
   stopCamera();
   markSample(null);
   await captionSource(canvas, canvas.width, canvas.height, 'a camera photo');
@@ -310,7 +268,7 @@ function render(caption, ms, label) {
   output.dataset.text = caption.text;
   if (caption.tokens.length === 0) output.textContent = '(the model wrote no words)';
   caption.tokens.forEach((piece, i) => {
-    const word = el('button', { className: `cap-word${continues(piece) && i > 0 ? ' cont' : ''}`, text: wordOf(piece),
+    const word = el('button', { className: `cap-word${continuesWord(piece) && i > 0 ? ' cont' : ''}`, text: tokenLabel(piece),
                                 attrs: { type: 'button', 'data-token': i, 'aria-pressed': String(i === 0) } });
     word.addEventListener('pointerenter', () => select(i));
     word.addEventListener('focus', () => select(i));
@@ -336,7 +294,7 @@ function select(i) {
   for (let k = 1; k < weights.length; ++k) if (weights[k] > weights[best]) best = k;
   const y = Math.floor(best / caption.gridWidth);
   const x = best % caption.gridWidth;
-  byId('cap-readout').textContent = `“${wordOf(caption.tokens[i])}”: strongest attention ${(weights[best] * 100).toFixed(1)}% ` +
+  byId('cap-readout').textContent = `“${tokenLabel(caption.tokens[i])}”: strongest attention ${(weights[best] * 100).toFixed(1)}% ` +
     `on cell (row ${y + 1}, column ${x + 1}); a uniform spread would give ${(100 / weights.length).toFixed(1)}% per cell.`;
 }
 
@@ -404,8 +362,8 @@ function renderStrip(caption) {
     overlay.height = canvas.height;
     drawOverlay(overlay, caption, i);
     context.drawImage(overlay, 0, 0);
-    const thumb = el('button', { className: 'cap-thumb', attrs: { type: 'button', 'aria-label': `attention of “${wordOf(piece)}”` } },
-                     [canvas, el('span', { text: wordOf(piece) })]);
+    const thumb = el('button', { className: 'cap-thumb', attrs: { type: 'button', 'aria-label': `attention of “${tokenLabel(piece)}”` } },
+                     [canvas, el('span', { text: tokenLabel(piece) })]);
     thumb.addEventListener('pointerenter', () => select(i));
     thumb.addEventListener('focus', () => select(i));
     thumb.addEventListener('click', () => select(i));
@@ -417,8 +375,9 @@ function renderStrip(caption) {
 
 export function setupCaption({ entries, getModel, available }) {
   view.entries = entries;
-  view.getModel = getModel;
-  view.available = available;
+  view.loader = createModelLoader({
+    getModel, available, setStatus, noneText: 'No captioner yet.', isCurrent: (entry) => currentEntry() === entry,
+  });
   if (entries.length === 0) return;
 
   const tab = byId('tab-btn-caption');
@@ -436,7 +395,7 @@ export function setupCaption({ entries, getModel, available }) {
   }
   select.value = (entries.find(available) ?? entries[0]).id;
   select.addEventListener('change', () => {
-    view.loading?.abort();  // a different captioner: stop downloading the previous one
+    view.loader.cancel();  // a different captioner: stop waiting for the previous one
     view.model = null;
     ensureModel();
   });

@@ -2,8 +2,10 @@
 import { engineInfo, loadModel, matrixRow } from '/lib/index.mjs';
 import { setupSelfAttention } from '/app/selfattention.mjs';
 import { setupCaption } from '/app/caption.mjs';
+import {
+  byId, el, formatBytes, showError, tokenLabel, continuesWord, statusLine, createModelCache, createModelLoader,
+} from '/app/ui.mjs';
 
-const byId = (id) => document.getElementById(id);
 const MANIFEST_URL = '/models/manifest.json';
 
 // Sample sentences per language pair (the key is "src-tgt", then "src").
@@ -28,41 +30,14 @@ const COMPARE_ARCHS = [
 
 const state = {
   manifest: [],
-  models: new Map(),       // id -> Promise<Model>
-  loading: null,           // AbortController of the download in progress
   last: null,              // { translation, entry }: what the explain tab shows
   selectedRow: 0,
 };
 
 // ---------------------------------------------------------------- small helpers
 
-function el(tag, { className, text, attrs } = {}, children = []) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  for (const [key, value] of Object.entries(attrs ?? {})) node.setAttribute(key, value);
-  for (const child of children) node.append(child);
-  return node;
-}
-
-// SentencePiece marks a word start with "▁"; show the word without it (pieces that continue a word get the
-// "cont" class from pieceClass, drawn joined to the previous one).
-function tokenLabel(piece) {
-  if (piece === '</s>') return '⟨end⟩';
-  return piece.startsWith('▁') ? piece.slice(1) || '␣' : piece;
-}
-const pieceClass = (piece) => (piece.startsWith('▁') || piece === '</s>' ? '' : ' cont');
-
-function formatBytes(n) {
-  if (!n) return '0 B';
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(0)} kB`;
-  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
-}
-
-function showError(node, error) {
-  node.textContent = error ? (error.message ?? String(error)) : '';
-  node.hidden = !error;
-}
+// A piece that continues a word is drawn joined to the previous one.
+const pieceClass = (piece) => (continuesWord(piece) ? ' cont' : '');
 
 // ---------------------------------------------------------------- tabs (WAI-ARIA tabs pattern)
 
@@ -105,60 +80,25 @@ const available = (entry) => entry.bytes > 0 && !!entry.sha256;
 // Manifest paths are repo-relative (models/weights/...), and the server maps /models/ to the models folder.
 const modelUrl = (entry) => `/${entry.file}`;
 
-function getModel(entry, onProgress, signal) {
-  let promise = state.models.get(entry.id);
-  if (!promise) {
-    promise = loadModel(modelUrl(entry), { sha256: entry.sha256, bytes: entry.bytes, onProgress, signal });
-    state.models.set(entry.id, promise);
-    promise.catch(() => state.models.delete(entry.id));  // a failed or aborted load can be retried
-  }
-  return promise;
-}
+// One download and one Model per id for the whole page: every tab shares them (see createModelCache).
+const { getModel } = createModelCache((entry, options) =>
+  loadModel(modelUrl(entry), { sha256: entry.sha256, bytes: entry.bytes, ...options }));
 
-function setStatus(text, { progress = null, source = null, error = false } = {}) {
-  byId('model-status-text').textContent = text;
-  const bar = byId('model-progress');
-  bar.hidden = progress === null;
-  if (progress !== null) bar.value = progress;
-  const status = byId('model-status');
-  status.classList.toggle('error', error);
-  if (source) status.dataset.source = source;
-  else delete status.dataset.source;
-}
+const setStatus = statusLine('model');
 
 function currentEntry() {
   return state.manifest.find((entry) => entry.id === byId('model-select').value);
 }
 
+const loader = createModelLoader({
+  getModel, available, setStatus, noneText: 'No models yet.', isCurrent: (entry) => currentEntry() === entry,
+});
+
 async function selectModel() {
   const entry = currentEntry();
   byId('translate-run').disabled = true;
   renderSamples(entry);
-  if (!entry || !available(entry)) {
-    setStatus(entry ? `${entry.label ?? entry.id} is not available yet.` : 'No models yet.');
-    return;
-  }
-  state.loading?.abort();
-  const controller = new AbortController();
-  state.loading = controller;
-  const label = entry.label ?? entry.id;
-  setStatus(`Loading ${label}…`, { progress: 0 });
-  const started = performance.now();
-  try {
-    const model = await getModel(entry, ({ loaded, total }) => {
-      if (controller.signal.aborted) return;
-      const fraction = total ? loaded / total : 0;
-      setStatus(`Downloading ${label}: ${formatBytes(loaded)} of ${formatBytes(total)}`, { progress: fraction });
-    }, controller.signal);
-    if (controller.signal.aborted || currentEntry() !== entry) return;
-    const where = model.fromCache ? 'from cache' : 'downloaded';
-    setStatus(`${label} ready (${formatBytes(entry.bytes)}, ${where}, ${Math.round(performance.now() - started)} ms)`,
-              { source: model.fromCache ? 'cache' : 'network' });
-    byId('translate-run').disabled = false;
-  } catch (error) {
-    if (controller.signal.aborted) return;
-    setStatus(error.message, { error: true });
-  }
+  if (await loader.load(entry)) byId('translate-run').disabled = false;
 }
 
 function renderSamples(entry) {
@@ -198,7 +138,7 @@ async function translate() {
   } catch (error) {
     showError(byId('translate-error'), error);
   } finally {
-    button.disabled = false;
+    button.disabled = !loader.isReady(currentEntry());  // another model may have been picked meanwhile
     button.removeAttribute('aria-busy');
   }
 }

@@ -6,8 +6,9 @@
 // Every weight comes from the engine (Translation.encoderSelfAttention / decoderSelfAttention / crossAttention);
 // this module only draws. main.mjs calls setupSelfAttention() once it has read the manifest.
 import { attentionHead } from '/lib/index.mjs';
-
-const byId = (id) => document.getElementById(id);
+import {
+  byId, el, showError as showErrorIn, tokenLabel as pieceLabel, statusLine, createModelLoader,
+} from '/app/ui.mjs';
 
 // The first sample is the long-range one: "its" refers back to "Law", eight words earlier.
 const SAMPLES = {
@@ -55,8 +56,7 @@ const THUMB = 76;        // model view heatmap size
 const view = {
   entries: [],
   getModel: null,
-  available: () => false,
-  loading: null,        // AbortController of the download in progress
+  loader: null,         // createModelLoader() of this tab
   translation: null,
   kind: 'encoder',
   layer: 0,
@@ -69,46 +69,12 @@ const view = {
 
 // ---------------------------------------------------------------- helpers
 
-function el(tag, { className, text, attrs } = {}, children = []) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  for (const [key, value] of Object.entries(attrs ?? {})) node.setAttribute(key, value);
-  for (const child of children) node.append(child);
-  return node;
-}
+// A piece that continues a word gets a leading "·": the canvas cannot join it to the previous piece as the
+// Translate tab does.
+const tokenLabel = (piece) => pieceLabel(piece, { continuation: '·' });
 
-// SentencePiece marks a word start with "▁": show the word without it, and a piece that continues a word with a
-// leading "·" (the canvas cannot join it to the previous piece as the Translate tab does).
-function tokenLabel(piece) {
-  if (piece === '</s>') return '⟨end⟩';
-  if (piece === '<s>') return '⟨s⟩';
-  if (piece.startsWith('▁')) return piece.slice(1) || '␣';
-  return `·${piece}`;
-}
-
-function formatBytes(n) {
-  if (!n) return '0 B';
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(0)} kB`;
-  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
-}
-
-function showError(error) {
-  const node = byId('sa-error');
-  node.textContent = error ? (error.message ?? String(error)) : '';
-  node.hidden = !error;
-}
-
-function setStatus(text, { progress = null, source = null, error = false } = {}) {
-  byId('sa-status-text').textContent = text;
-  const bar = byId('sa-progress');
-  bar.hidden = progress === null;
-  if (progress !== null) bar.value = progress;
-  const status = byId('sa-status');
-  status.classList.toggle('error', error);
-  if (source) status.dataset.source = source;
-  else delete status.dataset.source;
-}
+const setStatus = statusLine('sa');
+const showError = (error) => showErrorIn(byId('sa-error'), error);
 
 const currentEntry = () => view.entries.find((entry) => entry.id === byId('sa-model').value);
 
@@ -131,28 +97,7 @@ async function loadSelected() {
   const entry = currentEntry();
   byId('sa-run').disabled = true;
   renderSamples(entry);
-  if (!entry || !view.available(entry)) {
-    setStatus(entry ? `${entry.label ?? entry.id} is not available yet.` : 'No Transformer models yet.');
-    return;
-  }
-  view.loading?.abort();
-  const controller = new AbortController();
-  view.loading = controller;
-  const label = entry.label ?? entry.id;
-  setStatus(`Loading ${label}…`, { progress: 0 });
-  const started = performance.now();
-  try {
-    const model = await view.getModel(entry, ({ loaded, total }) => {
-      if (controller.signal.aborted) return;
-      setStatus(`Downloading ${label}: ${formatBytes(loaded)} of ${formatBytes(total)}`, { progress: total ? loaded / total : 0 });
-    }, controller.signal);
-    if (controller.signal.aborted || currentEntry() !== entry) return;
-    setStatus(`${label} ready (${formatBytes(entry.bytes)}, ${model.fromCache ? 'from cache' : 'downloaded'}, ` +
-              `${Math.round(performance.now() - started)} ms)`, { source: model.fromCache ? 'cache' : 'network' });
-    byId('sa-run').disabled = false;
-  } catch (error) {
-    if (!controller.signal.aborted) setStatus(error.message, { error: true });
-  }
+  if (await view.loader.load(entry)) byId('sa-run').disabled = false;
 }
 
 function renderSamples(entry) {
@@ -192,7 +137,7 @@ async function run() {
   } catch (error) {
     showError(error);
   } finally {
-    button.disabled = false;
+    button.disabled = !view.loader.isReady(currentEntry());  // another model may have been picked meanwhile
     button.removeAttribute('aria-busy');
   }
 }
@@ -514,12 +459,15 @@ function drawThumbnail(canvas, a, colour) {
 
 /**
  * Enables the tab when the manifest lists a Transformer. entries: manifest entries with arch "transformer";
- * getModel(entry, onProgress, signal) and available(entry) are the page's shared model cache and check.
+ * getModel(entry, { onProgress, signal }) and available(entry) are the page's shared model cache and check.
  */
 export function setupSelfAttention({ entries, getModel, available }) {
   view.entries = entries;
   view.getModel = getModel;
-  view.available = available;
+  view.loader = createModelLoader({
+    getModel, available, setStatus, noneText: 'No Transformer models yet.',
+    isCurrent: (entry) => currentEntry() === entry,
+  });
   if (entries.length === 0) return;
 
   const tab = byId('tab-btn-selfattention');

@@ -1,7 +1,8 @@
 // The engine inside a module Web Worker: one model per worker. Messages in: { id, method, args }, methods
 // "load" { bytes, wasmBinary }, "translate" { text, options }, "caption" { image: ImageBitmap | { data, width,
-// height }, options }, "dispose". Messages out: { id, result } or
-// { id, error: message }. Requests run one after another in arrival order, so concurrent calls queue.
+// height }, options }, "dispose", and the diagnostic "memoryStats" {} (-> { wasmBytes, mallocBytes }, for
+// scripts/soak.mjs). Messages out: { id, result } or { id, error: message }. Requests run one after another in
+// arrival order, so concurrent calls queue.
 import { createEngineModel } from './core.mjs';
 import { isImageBitmap, pixelsFromBitmap } from './image.mjs';
 
@@ -19,12 +20,12 @@ const methods = {
     return model.translate(text, options);
   },
   caption({ image, options }) {
-    if (!model) throw new Error('attnlab: no model is loaded');
-    if (!isImageBitmap(image)) return model.caption(image, options);
+    const bitmap = isImageBitmap(image);
     try {
-      return model.caption(pixelsFromBitmap(image), options);
+      if (!model) throw new Error('attnlab: no model is loaded');
+      return model.caption(bitmap ? pixelsFromBitmap(image) : image, options);
     } finally {
-      image.close();
+      if (bitmap) image.close();  // it was transferred here: nobody else can close it
     }
   },
   dispose() {

@@ -1,0 +1,196 @@
+// What the page's tabs share: DOM helpers (text only: nothing from a model or a user goes through innerHTML),
+// token labels, status lines, the page-wide model cache and the per-tab model loader. No DOM is touched at import
+// time, and the cache takes its load function as a parameter, so this file also imports in Node.
+
+export const byId = (id) => document.getElementById(id);
+
+export function el(tag, { className, text, attrs } = {}, children = []) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  for (const [key, value] of Object.entries(attrs ?? {})) node.setAttribute(key, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
+export function formatBytes(n) {
+  if (!n) return '0 B';
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(0)} kB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+// An error's message in an error box, or the box hidden when error is null.
+export function showError(node, error) {
+  node.textContent = error ? (error.message ?? String(error)) : '';
+  node.hidden = !error;
+}
+
+// ---------------------------------------------------------------- tokens
+
+// SentencePiece marks a word start with "▁"; any other piece continues the previous word.
+export const startsWord = (piece) => piece.startsWith('▁');
+export const continuesWord = (piece) => !startsWord(piece) && piece !== '</s>' && piece !== '<s>';
+
+// A piece as a word: without the "▁", the special tokens spelled out. continuation: '' shows a continuing piece
+// as it is (for layouts that join it to the previous one, see continuesWord); '·' marks it where nothing can
+// join it (a canvas).
+export function tokenLabel(piece, { continuation = '' } = {}) {
+  if (piece === '</s>') return '⟨end⟩';
+  if (piece === '<s>') return '⟨s⟩';
+  if (startsWord(piece)) return piece.slice(1) || '␣';
+  return `${continuation}${piece}`;
+}
+
+// ---------------------------------------------------------------- status lines
+
+// A status line made of #PREFIX-status (the box: .error, data-source "cache" | "network"), #PREFIX-status-text and
+// the <progress> #PREFIX-progress, shown only while there is a fraction to show.
+export function statusLine(prefix) {
+  return (text, { progress = null, source = null, error = false } = {}) => {
+    byId(`${prefix}-status-text`).textContent = text;
+    const bar = byId(`${prefix}-progress`);
+    bar.hidden = progress === null;
+    if (progress !== null) bar.value = progress;
+    const status = byId(`${prefix}-status`);
+    status.classList.toggle('error', error);
+    if (source) status.dataset.source = source;
+    else delete status.dataset.source;
+  };
+}
+
+// ---------------------------------------------------------------- the page-wide model cache
+
+/**
+ * One download and one Model per manifest id, shared by every tab. load(entry, { onProgress, signal }) starts
+ * it (the signal is the cache's own, never a tab's). getModel(entry, { onProgress, signal } = {}) joins it:
+ * onProgress sees the latest progress at once and every later update, whoever started the download; a caller's
+ * signal only stops that caller waiting (its promise rejects), and the download itself is aborted when no caller
+ * is left waiting for it. A failed or aborted load leaves the cache, so the next getModel() tries again.
+ */
+export function createModelCache(load) {
+  const records = new Map();  // id -> { promise, controller, listeners, waiting, last, settled }
+
+  function start(entry) {
+    const record = { controller: new AbortController(), listeners: new Set(), waiting: 0, last: null, settled: false };
+    const onProgress = (progress) => {
+      record.last = progress;
+      for (const listener of record.listeners) {
+        try {
+          listener(progress);
+        } catch (error) {
+          queueMicrotask(() => { throw error; });  // one tab's bug must not stop the download or the others
+        }
+      }
+    };
+    record.promise = Promise.resolve()
+      .then(() => load(entry, { onProgress, signal: record.controller.signal }))
+      .then((model) => {
+        record.settled = true;
+        // Abandoned while the engine was starting (the abort came too late to stop it): nobody can reach it.
+        if (records.get(entry.id) !== record) model?.terminate?.();
+        return model;
+      }, (error) => {
+        record.settled = true;
+        if (records.get(entry.id) === record) records.delete(entry.id);
+        throw error;
+      });
+    record.promise.catch(() => {});  // a rejection nobody waits for is not an unhandled one
+    records.set(entry.id, record);
+    return record;
+  }
+
+  function abandon(record, id) {
+    if (record.settled || record.waiting > 0) return;
+    if (records.get(id) === record) records.delete(id);  // at once, so a new caller starts afresh
+    record.controller.abort(new Error(`attnlab: loading ${id} was aborted`));
+  }
+
+  function getModel(entry, { onProgress, signal } = {}) {
+    if (signal?.aborted) return Promise.reject(new Error(`attnlab: loading ${entry.id} was aborted`));
+    const record = records.get(entry.id) ?? start(entry);
+    if (record.settled) return record.promise;
+    record.waiting += 1;
+    if (onProgress) {
+      record.listeners.add(onProgress);
+      if (record.last) onProgress(record.last);
+    }
+    return new Promise((resolve, reject) => {
+      let done = false;
+      const leave = () => {
+        if (done) return false;
+        done = true;
+        record.waiting -= 1;
+        if (onProgress) record.listeners.delete(onProgress);
+        signal?.removeEventListener('abort', onAbort);
+        return true;
+      };
+      const onAbort = () => {
+        if (!leave()) return;
+        // Checked once the code that aborted has run on: a tab that cancels and asks for the same model again
+        // at once keeps the download.
+        queueMicrotask(() => abandon(record, entry.id));
+        reject(signal.reason instanceof Error ? signal.reason : new Error(`attnlab: loading ${entry.id} was aborted`));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      record.promise.then((model) => { if (leave()) resolve(model); },
+                          (error) => { if (leave()) reject(error); });
+    });
+  }
+
+  return { getModel, has: (id) => records.has(id) };
+}
+
+// ---------------------------------------------------------------- a tab's model loader
+
+/**
+ * Loads the model a tab selected and reports it on the tab's status line. load(entry) -> Promise<Model | null>:
+ * null when the entry is missing or not available, when the load failed (the status shows why), or when a later
+ * load() or cancel() replaced it (the tab stops waiting; the shared download goes on if another tab needs it).
+ * isReady(entry): the last load() was for this entry and it finished.
+ *
+ * getModel, available: the page's shared cache and check; setStatus: a statusLine(); noneText: what to say when
+ * there is no entry; isCurrent(entry): whether the tab still shows this entry.
+ */
+export function createModelLoader({ getModel, available, setStatus, noneText, isCurrent }) {
+  let controller = null;
+  let ready = null;
+
+  function cancel() {
+    controller?.abort();
+    controller = null;
+    ready = null;
+  }
+
+  async function load(entry) {
+    cancel();
+    if (!entry || !available(entry)) {
+      setStatus(entry ? `${entry.label ?? entry.id} is not available yet.` : noneText);
+      return null;
+    }
+    const mine = new AbortController();
+    controller = mine;
+    const label = entry.label ?? entry.id;
+    setStatus(`Loading ${label}…`, { progress: 0 });
+    const started = performance.now();
+    try {
+      const model = await getModel(entry, {
+        signal: mine.signal,
+        onProgress: ({ loaded, total }) => {
+          if (mine.signal.aborted) return;
+          setStatus(`Downloading ${label}: ${formatBytes(loaded)} of ${formatBytes(total)}`,
+                    { progress: total ? loaded / total : 0 });
+        },
+      });
+      if (mine.signal.aborted || !isCurrent(entry)) return null;
+      setStatus(`${label} ready (${formatBytes(entry.bytes)}, ${model.fromCache ? 'from cache' : 'downloaded'}, ` +
+                `${Math.round(performance.now() - started)} ms)`, { source: model.fromCache ? 'cache' : 'network' });
+      ready = entry;
+      return model;
+    } catch (error) {
+      if (!mine.signal.aborted) setStatus(error.message, { error: true });
+      return null;
+    }
+  }
+
+  return { load, cancel, isReady: (entry) => !!entry && ready === entry };
+}
