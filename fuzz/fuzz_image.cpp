@@ -1,8 +1,9 @@
 // libFuzzer: arbitrary dimensions and bytes as an RGBA image. Declared sizes come from the input itself (negative,
 // zero, huge, or not matching the buffer) and must be rejected before any pixel is read; sizes that do match run
-// the preprocessing, and Model::caption / caption_features on the committed tiny captioner
-// (tests/fixtures/caption/tiny_model.gguf, decoder only) with the bytes as pixels or as raw float features
-// (NaN and infinities included).
+// the preprocessing and Model::caption on the committed tiny captioner with an image encoder
+// (tests/fixtures/caption/tiny_encoder_model.gguf: preprocessing, MobileNetV2-style convolutions, decoder), and
+// caption_features on the decoder-only one (tests/fixtures/caption/tiny_model.gguf) with the bytes as raw float
+// features (NaN and infinities included).
 //
 // Input: int32 width, int32 height (little-endian), u8 output side, u8 flags, then the pixel bytes.
 #include <algorithm>
@@ -33,7 +34,9 @@ int32_t read_i32(const uint8_t* p) {
 namespace attnlab::fuzz {
 
 int image_one_input(const uint8_t* data, std::size_t size) {
-    static const attnlab::Model model =
+    static const attnlab::Model captioner =
+        attnlab::Model::open(attnlab::fuzz::source_path("tests/fixtures/caption/tiny_encoder_model.gguf"));
+    static const attnlab::Model decoder_only =
         attnlab::Model::open(attnlab::fuzz::source_path("tests/fixtures/caption/tiny_model.gguf"));
     if (size < kHeaderBytes) return 0;
     const int32_t width = read_i32(data), height = read_i32(data + 4);
@@ -56,7 +59,7 @@ int image_one_input(const uint8_t* data, std::size_t size) {
     options.beam = 1 + (flags & 3);
     options.max_length = (flags >> 2) & 7;  // 0 = the model's default
     if (matches || out_of_range)
-        expect_error_or_success("caption", [&] { (void)model.caption(pixels, width, height, options); });
+        expect_error_or_success("caption", [&] { (void)captioner.caption(pixels, width, height, options); });
 
     // The decoder on arbitrary features: 6 × 48 floats, either scaled bytes or raw bit patterns.
     if (flags & 0x20) {
@@ -69,7 +72,7 @@ int image_one_input(const uint8_t* data, std::size_t size) {
         }
         const int cells = (flags & 0x80) ? int(n_bytes % 8) : grid_cells;  // sometimes the wrong grid
         expect_error_or_success("caption_features",
-                                [&] { (void)model.caption_features(features.data(), cells, feature_size, options); });
+                                [&] { (void)decoder_only.caption_features(features.data(), cells, feature_size, options); });
     }
     return 0;
 }
