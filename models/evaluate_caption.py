@@ -5,6 +5,11 @@ stored grids of models/extract_features.py).
 
     /usr/bin/python3 models/evaluate_caption.py --checkpoint /work/ckpt/captioner/best.pt --beam 3
     /usr/bin/python3 models/evaluate_caption.py --gguf models/weights/captioner.q8_0.gguf --beam 3
+    /usr/bin/python3 models/evaluate_caption.py --engine models/weights/captioner.q8_0.gguf --beam 3
+
+--engine runs the whole captioner in the C++ engine instead (`build/native/attnlab caption`, after npm run build):
+the JPEG decoded by stb_image, resized and encoded by the engine's MobileNetV2, the decoder with the engine's
+kernels (int8 GEMVs for q8_0), i.e. what the page computes.
 
 BLEU: corpus BLEU-n, n = 1..4, without smoothing, on lower-cased 13a-tokenized text with the 5 cleaned reference
 captions per image (models/flickr8k.py), the paper's setting. --split dev|test, --subset N for a quick look,
@@ -12,11 +17,13 @@ captions per image (models/flickr8k.py), the paper's setting. --split dev|test, 
 """
 import argparse
 import os
+import subprocess
 import sys
 
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import flickr8k  # noqa: E402
@@ -41,11 +48,30 @@ def load_gguf_decoder(path):
     return model.eval(), meta
 
 
+def evaluate_engine(args):
+    """BLEU-1..4 of the native CLI's captions of the split's images (all of them, or the first --subset)."""
+    imgs = flickr8k.load_split(args.split)
+    if args.subset:
+        imgs = imgs[:args.subset]
+    paths = [os.path.join(flickr8k.IMAGE_DIR, img) for img in imgs]
+    out = subprocess.run([args.cli, "caption", "--model", args.engine, "--beam", str(args.beam),
+                          "--max-length", str(args.max_len), *paths], check=True, capture_output=True, text=True)
+    hyps = out.stdout.splitlines()
+    if len(hyps) != len(imgs):
+        raise SystemExit(f"the CLI printed {len(hyps)} captions for {len(imgs)} images")
+    scores = flickr8k.bleu_1_to_4(hyps, flickr8k.references(imgs, flickr8k.load_captions()))
+    print(f"{args.split} ({len(imgs)} images, beam {args.beam}, engine): " +
+          " ".join(f"BLEU-{n} {s:.2f}" for n, s in zip((1, 2, 3, 4), scores)))
+    return scores
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--checkpoint")
     src.add_argument("--gguf")
+    src.add_argument("--engine", metavar="GGUF", help="caption the split's JPEGs with the native CLI")
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "native", "attnlab"))
     ap.add_argument("--features", default=FEATURE_DIR)
     ap.add_argument("--split", default="test", choices=["dev", "test"])
     ap.add_argument("--subset", type=int, default=0)
@@ -56,6 +82,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
+    if args.engine:
+        return evaluate_engine(args)
     if args.checkpoint:
         ck = torch.load(args.checkpoint, map_location="cpu")
         cfg = sat.Config(**ck["config"])

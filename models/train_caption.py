@@ -120,6 +120,8 @@ def main(argv=None):
     ap.add_argument("--attn-dim", type=int, default=256)
     ap.add_argument("--dropout", type=float, default=0.5)
     ap.add_argument("--alpha-c", type=float, default=1.0)
+    ap.add_argument("--attention-reg", default="mean", choices=["mean", "sum"],
+                    help="reduce the doubly stochastic term over grid cells by mean (default) or sum (the first run)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=4e-4)
     ap.add_argument("--lr-decay", type=float, default=0.8)
@@ -147,7 +149,8 @@ def main(argv=None):
                  "(or pass --allow-partial)")
     G, C = data.features["train"].shape[1:]
     cfg = sat.Config(vocab=data.sp.get_piece_size(), feature_dim=int(C), grid=int(G), emb=args.emb,
-                     hidden=args.hidden, attn_dim=args.attn_dim, dropout=args.dropout, alpha_c=args.alpha_c)
+                     hidden=args.hidden, attn_dim=args.attn_dim, dropout=args.dropout, alpha_c=args.alpha_c,
+                     attention_reg=args.attention_reg)
     meta = {"spm": SPM_PATH, "grid_h": GRIDS[args.layer][0], "grid_w": GRIDS[args.layer][1],
             "feature_layer": "last" if args.layer == 7 else "block13_expand", "max_len": args.max_len,
             "name": f"show-attend-tell-flickr8k-mobilenet{args.layer}", "args": vars(args)}

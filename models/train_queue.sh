@@ -16,7 +16,7 @@ python=/usr/bin/python3
 features=$ckpt/features
 jobs=(
   "features|models/extract_features.py --out $features"
-  "captioner|models/train_caption.py --features $features --max-hours 12 --epochs 25 --patience 3"
+  "captioner-v2|models/train_caption.py --features $features --max-hours 12 --epochs 25 --patience 3"
   "transformer-de-en|models/train_transformer.py --pair de-en"
   "bahdanau-en-de|models/train_rnn.py --pair en-de"
   "bahdanau-de-en|models/train_rnn.py --pair de-en"
