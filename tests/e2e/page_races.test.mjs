@@ -133,11 +133,14 @@ test('shared download: Translate cancelling does not abort what the Score functi
   const failed = [];
   page.on('requestfailed', (r) => failed.push(r.url()));
   await page.goto(`${origin}/`);
+  // Let the first page's own download finish, so that only the reloaded page's requests reach the gate.
+  await page.waitForFunction(() => /ready/.test(document.getElementById('model-status-text').textContent), null,
+                             { timeout: 30000 });
   await page.evaluate(() => caches.delete('attnlab-v1'));
   const g = await gate(page);
   g.hold('rnn-a');
   await page.reload();
-  failed.length = 0;  // the reload cut the first page's download
+  failed.length = 0;
   await page.waitForFunction(() => /Loading rnn-a/.test(document.getElementById('model-status-text').textContent));
   await page.getByRole('tab', { name: 'Score functions' }).click();
   await page.fill('#compare-input', 'hello world');

@@ -147,7 +147,13 @@ test('self-attention tab: model view, head view drawn from the engine, controls 
   await mkdir(join(repoRoot, 'build/screenshots'), { recursive: true });
   await canvas.screenshot({ path: join(repoRoot, 'build/screenshots/selfattention-hover.png') });
   await page.mouse.move(box.x + box.width / 2, box.y - 40);  // leave the canvas: all lines again
-  assert.equal(await snapshot(page), all);
+  // The redraw follows the mouse event asynchronously: poll (a loaded machine can be slow to repaint).
+  let restored = false;
+  for (let attempt = 0; attempt < 50 && !restored; ++attempt) {
+    restored = (await snapshot(page)) === all;
+    if (!restored) await page.waitForTimeout(100);
+  }
+  assert.ok(restored, 'leaving the canvas did not bring back every line');
 
   // The keyboard does the same: arrow keys on the canvas pick a token, the picker follows.
   await canvas.focus();
