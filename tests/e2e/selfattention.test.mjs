@@ -74,6 +74,15 @@ function inkedPixels(page, selector) {
   }, selector);
 }
 const snapshot = (page) => page.evaluate(() => document.getElementById('sa-canvas').toDataURL());
+// Mouse-driven redraws follow the event asynchronously: poll the head view for up to 5 s (a loaded machine can be
+// slow to repaint) until `wanted(snapshot)` holds.
+async function drawingBecomes(page, wanted) {
+  for (let attempt = 0; attempt < 50; ++attempt) {
+    if (wanted(await snapshot(page))) return true;
+    await page.waitForTimeout(100);
+  }
+  return false;
+}
 const canvasData = async (page, name) => page.getByTestId('sa-canvas').getAttribute(`data-${name}`);
 
 test('self-attention tab: model view, head view drawn from the engine, controls redraw, nothing leaves the origin', async () => {
@@ -142,18 +151,12 @@ test('self-attention tab: model view, head view drawn from the engine, controls 
   const all = await snapshot(page);
   const box = await canvas.boundingBox();
   await page.mouse.move(box.x + 12, box.y + 26 + (its + 0.5) * 22);
-  assert.notEqual(await snapshot(page), all, 'hovering a token did not change the drawing');
+  assert.ok(await drawingBecomes(page, (now) => now !== all), 'hovering a token did not change the drawing');
   assert.match(await page.locator('#sa-readout').textContent(), /^“·s” attends most to/);
   await mkdir(join(repoRoot, 'build/screenshots'), { recursive: true });
   await canvas.screenshot({ path: join(repoRoot, 'build/screenshots/selfattention-hover.png') });
   await page.mouse.move(box.x + box.width / 2, box.y - 40);  // leave the canvas: all lines again
-  // The redraw follows the mouse event asynchronously: poll (a loaded machine can be slow to repaint).
-  let restored = false;
-  for (let attempt = 0; attempt < 50 && !restored; ++attempt) {
-    restored = (await snapshot(page)) === all;
-    if (!restored) await page.waitForTimeout(100);
-  }
-  assert.ok(restored, 'leaving the canvas did not bring back every line');
+  assert.ok(await drawingBecomes(page, (now) => now === all), 'leaving the canvas did not bring back every line');
 
   // The keyboard does the same: arrow keys on the canvas pick a token, the picker follows.
   await canvas.focus();
