@@ -21,13 +21,11 @@ import { createServer } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { CHROMIUM, CHROMIUM_ARGS } from './chromium.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const benchDir = path.join(root, 'build', 'bench');
 const PYTHON = '/usr/bin/python3';
-const CHROMIUM = process.env.ATTNLAB_CHROMIUM || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'];
 
 function parseArgs(argv) {
   const args = { quick: false, browser: true, sentences: 0, rnn: 'models/weights/bahdanau-en-de.f16.gguf',

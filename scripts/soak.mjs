@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 import { createAppServer } from '../web/server.mjs';
+import { CHROMIUM, CHROMIUM_ARGS } from './chromium.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const short = process.argv.includes('--short');
@@ -26,9 +27,6 @@ const TRANSLATIONS = short ? 200 : 2000;
 const CAPTIONS = short ? 20 : 200;
 const WARMUP = 0.1;
 const MAX_GROWTH_PERCENT = 5;
-const CHROMIUM = process.env.ATTNLAB_CHROMIUM || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'];
 const BLANK_PATH = '/__soak__/blank.html';
 
 const BUILT_IN_SENTENCES = [

@@ -11,10 +11,8 @@ import { chromium } from 'playwright-core';
 import { createAppServer } from '../../web/server.mjs';
 import { CONCURRENT, PROBE, cases } from '../js/bad_input_cases.mjs';
 import { cliTranslate, repoRoot } from '../js/fixture_model.mjs';
+import { CHROMIUM, CHROMIUM_ARGS, offsiteRequests } from '../../scripts/chromium.mjs';
 
-const CHROMIUM = process.env.ATTNLAB_CHROMIUM || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'];
 const TRANSLATOR = join(repoRoot, 'tests/fixtures/rnn/additive.gguf');
 // A captioner with an image encoder (tiny_model.gguf has none: it captions only precomputed features).
 const CAPTIONER = ['tiny_encoder_model.gguf', 'tiny_model.gguf'].map((f) => join(repoRoot, 'tests/fixtures/caption', f))
@@ -100,7 +98,7 @@ for (const name of Object.keys(cases)) {
     } finally {
       await page.close();
     }
-    const offsite = requests.filter((url) => !/^(data|blob):/.test(url) && new URL(url).origin !== origin);
+    const offsite = offsiteRequests(requests, origin);
     if (offsite.length) throw new Error(`requests left localhost: ${offsite.join(', ')}`);
   });
 }

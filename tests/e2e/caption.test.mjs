@@ -17,11 +17,9 @@ import { createAppServer } from '../../web/server.mjs';
 import { loadModel } from '../../web/lib/index.mjs';
 import { repoRoot } from '../js/fixture_model.mjs';
 import { CAPTION_MODEL, assertSameCaption, cliCaption, encodePng } from '../js/caption_fixture.mjs';
+import { CHROMIUM, CHROMIUM_ARGS, offsiteRequests } from '../../scripts/chromium.mjs';
 
-const CHROMIUM = process.env.ATTNLAB_CHROMIUM || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic',
-  '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream'];
+const CAMERA_ARGS = [...CHROMIUM_ARGS, '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream'];
 const SAMPLES = join(repoRoot, 'web/app/samples');
 
 let workDir;
@@ -46,7 +44,7 @@ before(async () => {
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://localhost:${server.address().port}`;
   context = await chromium.launchPersistentContext(join(workDir, 'profile'), {
-    executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true, viewport: { width: 1100, height: 900 },
+    executablePath: CHROMIUM, args: CAMERA_ARGS, headless: true, viewport: { width: 1100, height: 900 },
   });
   await context.grantPermissions(['camera'], { origin });
   context.on('request', (request) => requests.push(request.url()));
@@ -188,7 +186,7 @@ test('caption tab: gallery, file upload and camera; same caption as the module a
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than a 390px screen`);
 
   assert.equal(requests.filter((url) => url.endsWith('.gguf')).length, 1, 'the .gguf was fetched once');
-  const offsite = requests.filter((url) => !/^(data|blob):/.test(url) && new URL(url).origin !== origin);
+  const offsite = offsiteRequests(requests, origin);
   assert.deepEqual(offsite, [], 'requests left the page origin');
   assert.deepEqual(consoleErrors, []);
   await page.close();

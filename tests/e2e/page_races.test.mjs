@@ -9,10 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { createAppServer } from '../../web/server.mjs';
+import { CHROMIUM, CHROMIUM_ARGS } from '../../scripts/chromium.mjs';
 
 const R = new URL('../../', import.meta.url).pathname;
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'];
 let workDir, server, origin, context;
 
 before(async () => {
@@ -35,7 +34,7 @@ before(async () => {
   server = createAppServer({ modelsDir });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://localhost:${server.address().port}`;
-  context = await chromium.launchPersistentContext(join(workDir, 'profile'), { executablePath: '/usr/bin/chromium', args: ARGS, headless: true });
+  context = await chromium.launchPersistentContext(join(workDir, 'profile'), { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
 });
 after(async () => {
   await context?.close();

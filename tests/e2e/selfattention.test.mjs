@@ -14,10 +14,8 @@ import { chromium } from 'playwright-core';
 import { createAppServer } from '../../web/server.mjs';
 import { loadModel } from '../../web/lib/index.mjs';
 import { repoRoot } from '../js/fixture_model.mjs';
+import { CHROMIUM, CHROMIUM_ARGS, offsiteRequests } from '../../scripts/chromium.mjs';
 
-const CHROMIUM = process.env.ATTNLAB_CHROMIUM || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'];
 const MODEL = join(repoRoot, 'tests/fixtures/transformer/tiny.gguf');
 const SAMPLE = 'The Law will never be perfect, but its application should be just.';  // the tab's first sample
 const DPR = 2;
@@ -198,7 +196,7 @@ test('self-attention tab: model view, head view drawn from the engine, controls 
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than a 390px screen`);
 
-  const offsite = requests.filter((url) => !/^(data|blob):/.test(url) && new URL(url).origin !== origin);
+  const offsite = offsiteRequests(requests, origin);
   assert.deepEqual(offsite, [], 'requests left the origin');
   assert.deepEqual(consoleErrors, []);
   await page.close();

@@ -12,10 +12,8 @@ import { chromium } from 'playwright-core';
 
 import { createAppServer } from '../../web/server.mjs';
 import { cliTranslate, repoRoot, requireModel } from '../js/fixture_model.mjs';
+import { CHROMIUM, CHROMIUM_ARGS, offsiteRequests } from '../../scripts/chromium.mjs';
 
-const CHROMIUM = process.env.ATTNLAB_CHROMIUM || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-  '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'];
 const SAMPLE = 'A dog runs on the beach.';  // one of the page's EN samples
 
 let workDir;
@@ -113,7 +111,7 @@ test('translate in the browser: same text as the CLI, heatmap shape, cached weig
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than a 390px screen`);
 
-  const offsite = requests.filter((url) => !/^(data|blob):/.test(url) && new URL(url).origin !== origin);
+  const offsite = offsiteRequests(requests, origin);
   assert.deepEqual(offsite, [], 'requests left the page origin');
   assert.deepEqual(consoleErrors, []);
   await page.close();
