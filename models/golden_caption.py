@@ -42,6 +42,15 @@ MAX_LEN = 12
 STEPS = 25
 
 
+def add_expected(writer, expected):
+    """PyTorch's expected outputs as metadata: strings as strings, id lists as int32 arrays."""
+    for key, value in (expected or {}).items():
+        if isinstance(value, str):
+            writer.add_string(key, value)
+        else:
+            writer.add_array(key, value, "int32")
+
+
 def np32(t):
     return t.detach().cpu().numpy().astype(np.float32)
 
@@ -116,11 +125,7 @@ def make_model(out):
         add_decoder(w, model, cfg, GRID_H, GRID_W, MAX_LEN, dtype="f16")
         add_tokenizer(w, spm_path, "target")
         w.add_tensor("fixture.features", np32(feats[0]))
-        for key, value in (expected or {}).items():
-            if isinstance(value, str):
-                w.add_string(key, value)
-            else:
-                w.add_array(key, value, "int32")
+        add_expected(w, expected)
         w.write()
 
     write(out)                                  # first pass: F16 weights; PyTorch then runs exactly those

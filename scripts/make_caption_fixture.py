@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "models"))
 
 from export_caption import add_decoder  # noqa: E402
 from export_mobilenet import add_mobilenet, load_from_gguf  # noqa: E402
+from golden_caption import add_expected  # noqa: E402
 from gguf_writer import GGUFWriter  # noqa: E402
 import mobilenet_v2 as mnv2  # noqa: E402
 import show_attend_tell as sat  # noqa: E402
@@ -138,11 +139,7 @@ def make(out, samples_dir):
         add_tokenizer(w, spm_path, "target")
         w.add_uint32("fixture.image_width", IMAGE_W)
         w.add_uint32("fixture.image_height", IMAGE_H)
-        for key, value in (expected or {}).items():
-            if isinstance(value, str):
-                w.add_string(key, value)
-            else:
-                w.add_array(key, value, "int32")
+        add_expected(w, expected)
         w.write()
 
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
