@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""Does the captioner look at the dog when it writes "dog"? A measurable answer for the model card.
+
+For every Flickr8k test image (or --split dev) whose caption, as the captioner writes it (greedy), contains a dog
+word, take the attention of the step that wrote it and compare it with where MobileNetV2 itself sees a dog: its
+ImageNet classifier applied to each cell of the 7x7x1280 grid (a class activation map; the mean of the cells'
+logits is exactly the image's logits). A cell's "dog evidence" is its probability summed over the 118 dog classes.
+
+    /usr/bin/python3 models/attention_grounding.py --checkpoint /work/ckpt/captioner-v2/best.pt
+    /usr/bin/python3 models/attention_grounding.py --engine models/weights/captioner-flickr8k.q8_0.gguf
+
+--checkpoint / --gguf run the decoder in PyTorch on the stored grids (models/extract_features.py); --engine takes
+the attention from the native CLI (`attnlab caption --json`, what the page shows) on the JPEGs and the dog map
+from PyTorch's MobileNetV2 on the same pixels.
+
+Printed, averaged over those steps:
+  mass   attention weight on the dog region (the cells holding the top quarter of the dog evidence), against the
+         region's share of the cells, which is what uniform attention would put there;
+  point  how often the most-attended cell lies in the dog region (the "pointing game");
+  peak   the largest single weight (uniform attention is 1/49 = 0.020);
+and the same mass for the caption's other words, so a model that stares at the dog for every word is told apart
+from one that looks at it when it names it. The last line is JSON.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import flickr8k  # noqa: E402
+import mobilenet_v2 as mnv2  # noqa: E402
+import show_attend_tell as sat  # noqa: E402
+from check_mobilenet import DOG_LABELS, DOG_WORDS  # noqa: E402
+from extract_features import FEATURE_DIR  # noqa: E402
+
+REGION_SHARE = 0.25
+
+
+def dog_evidence(classifier, grid):
+    """grid [G, 1280] MobileNetV2 features -> [G] probability of a dog class in each cell."""
+    with torch.no_grad():
+        probs = torch.softmax(classifier(grid.float()), dim=-1)
+    return probs[:, DOG_LABELS.start:DOG_LABELS.stop].sum(-1).numpy()
+
+
+def dog_region(evidence):
+    """Boolean mask of the cells holding the top REGION_SHARE of the cells by dog evidence."""
+    k = max(1, int(round(REGION_SHARE * evidence.size)))
+    mask = np.zeros(evidence.size, dtype=bool)
+    mask[np.argsort(-evidence)[:k]] = True
+    return mask
+
+
+def is_dog_piece(piece):
+    return piece.lstrip("\u2581").lower() in DOG_WORDS
+
+
+def pytorch_steps(args):
+    """-> list of (pieces, attention [T, G], grid [G, 1280]) from the decoder in PyTorch on the stored grids."""
+    from evaluate_caption import load_gguf_decoder
+    from train_caption import Data
+    if args.checkpoint:
+        ck = torch.load(args.checkpoint, map_location="cpu")
+        model = sat.ShowAttendTell(sat.Config(**ck["config"]))
+        model.load_state_dict(ck["model"])
+    else:
+        model, _ = load_gguf_decoder(args.gguf)
+    model.eval()
+    data = Data(7, args.features, 30, limit_train=1)
+    grids = data.features[args.split]
+    images = data.images[args.split][:args.subset or None]
+    for i in range(len(images)):
+        grid = grids[i:i + 1].float()
+        ids, weights, _, _ = sat.greedy_with_attention(model, grid)
+        pieces = [data.sp.id_to_piece(t) for t in ids if t != sat.EOS_ID]
+        yield pieces, weights[:len(pieces)].numpy(), grid[0]
+
+
+def engine_steps(args, mobilenet):
+    """-> (pieces, attention [T, G], grid [G, 1280]) with the CLI's attention and PyTorch's MobileNetV2 grid."""
+    images = flickr8k.load_split(args.split)[:args.subset or None]
+    paths = [os.path.join(flickr8k.IMAGE_DIR, img) for img in images]
+    out = subprocess.run([args.cli, "caption", "--model", args.engine, "--beam", "1", "--json", *paths],
+                         check=True, capture_output=True, text=True)
+    for path, line in zip(paths, out.stdout.splitlines()):
+        result = json.loads(line)
+        pieces = result["tokens"]
+        if not any(is_dog_piece(p) for p in pieces):
+            continue    # the MobileNetV2 pass is the slow part: only for captions that name a dog
+        x = mnv2.to_tensor([mnv2.preprocess(mnv2.load_image(path))])
+        with torch.no_grad():
+            grid = mobilenet.features(x)[0].flatten(1).t()     # [1280, 7, 7] -> [49, 1280]
+        yield pieces, np.asarray(result["attention"], dtype=np.float64), grid
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--checkpoint")
+    src.add_argument("--gguf")
+    src.add_argument("--engine", metavar="GGUF")
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "native", "attnlab"))
+    ap.add_argument("--features", default=FEATURE_DIR)
+    ap.add_argument("--split", default="test", choices=["dev", "test"])
+    ap.add_argument("--subset", type=int, default=0, help="only the split's first N images")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    mobilenet = mnv2.load_mobilenet_v2()
+    steps = engine_steps(args, mobilenet) if args.engine else pytorch_steps(args)
+    dog, other = {"mass": [], "area": [], "point": [], "peak": []}, []
+    for pieces, attention, grid in steps:
+        positions = [t for t, p in enumerate(pieces) if is_dog_piece(p)]
+        if not positions:
+            continue
+        region = dog_region(dog_evidence(mobilenet.classifier, grid))
+        t = positions[0]
+        dog["mass"].append(float(attention[t][region].sum()))
+        dog["area"].append(float(region.mean()))
+        dog["point"].append(bool(region[int(np.argmax(attention[t]))]))
+        dog["peak"].append(float(attention[t].max()))
+        other.extend(float(attention[s][region].sum()) for s in range(len(pieces)) if s not in positions)
+    n = len(dog["mass"])
+    if n == 0:
+        raise SystemExit("no caption names a dog: nothing to measure")
+    report = {"captions_with_dog": n, "dog_mass": float(np.mean(dog["mass"])), "uniform_mass": float(np.mean(dog["area"])),
+              "other_words_mass": float(np.mean(other)) if other else None,
+              "pointing": float(np.mean(dog["point"])), "pointing_uniform": REGION_SHARE,
+              "dog_peak": float(np.mean(dog["peak"]))}
+    print(f"{n} {args.split} captions name a dog. Attention on the dog region ({REGION_SHARE:.0%} of the cells):")
+    print(f"  when writing the dog word  {report['dog_mass']:.3f}   (uniform attention: {report['uniform_mass']:.3f})")
+    if other:
+        print(f"  for the caption's other words {report['other_words_mass']:.3f}")
+    print(f"  pointing game: the peak cell is on the dog in {report['pointing']:.0%} (uniform: {REGION_SHARE:.0%})")
+    print(f"  mean peak weight {report['dog_peak']:.3f} (uniform: {1 / attention.shape[1]:.3f})")
+    print(json.dumps(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()
