@@ -2,16 +2,14 @@
 // (tests/js/bad_input_cases.mjs), here through the module's Web Worker, on a blank same-origin page under the
 // app server's CSP. The SHA-256 case also checks that a mismatching download leaves nothing in the Cache API.
 import { test, before, after } from 'node:test';
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 
-import { createAppServer } from '../../web/server.mjs';
 import { CONCURRENT, PROBE, cases } from '../js/bad_input_cases.mjs';
 import { cliTranslate, repoRoot } from '../js/fixture_model.mjs';
-import { CHROMIUM, CHROMIUM_ARGS, offsiteRequests } from '../../scripts/chromium.mjs';
+import { offsiteRequests } from '../../scripts/chromium.mjs';
+import { startSite } from './harness.mjs';
 
 const TRANSLATOR = join(repoRoot, 'tests/fixtures/rnn/additive.gguf');
 // A captioner with an image encoder (tiny_model.gguf has none: it captions only precomputed features).
@@ -22,25 +20,21 @@ const CAPTIONER = ['tiny_encoder_model.gguf', 'tiny_model.gguf'].map((f) => join
 const CASES_PATH = '/__tests__/bad_input_cases.mjs';
 const BLANK_PATH = '/__tests__/blank.html';
 
-let workDir;
-let server;
+let site;
 let origin;
 let context;
+let requests;
 let expected;
-const requests = [];
 
 before(async () => {
   expected = {};
   for (const text of new Set([PROBE, ...CONCURRENT])) expected[text] = cliTranslate(text, {}, TRANSLATOR).text;
-  workDir = await mkdtemp(join(tmpdir(), 'attnlab-e2e-bad-'));
-  const modelsDir = join(workDir, 'models');
-  await mkdir(join(modelsDir, 'weights'), { recursive: true });
-  await copyFile(TRANSLATOR, join(modelsDir, 'weights/translator.gguf'));
-  await copyFile(CAPTIONER, join(modelsDir, 'weights/captioner.gguf'));
-  await writeFile(join(modelsDir, 'manifest.json'), JSON.stringify({ models: [] }));
-  server = createAppServer({ modelsDir });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  origin = `http://localhost:${server.address().port}`;
+  // The cases load the weights by URL or as bytes; none goes through the manifest, so it lists nothing.
+  site = await startSite({
+    prefix: 'attnlab-e2e-bad-',
+    unlisted: { 'translator.gguf': TRANSLATOR, 'captioner.gguf': CAPTIONER },
+  });
+  ({ origin, context, requests } = site);
 
   const appHeaders = Object.fromEntries((await fetch(`${origin}/`)).headers);
   const securityHeaders = Object.fromEntries(Object.entries(appHeaders).filter(([name]) =>
@@ -48,10 +42,6 @@ before(async () => {
   if (!securityHeaders['content-security-policy']) throw new Error('the app server sent no Content-Security-Policy');
   const casesSource = await readFile(join(repoRoot, 'tests/js/bad_input_cases.mjs'), 'utf8');
 
-  context = await chromium.launchPersistentContext(join(workDir, 'profile'), {
-    executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true,
-  });
-  context.on('request', (request) => requests.push(request.url()));
   await context.route(`${origin}${CASES_PATH}`, (route) => route.fulfill({
     status: 200, body: casesSource, headers: { 'content-type': 'text/javascript; charset=utf-8', ...securityHeaders },
   }));
@@ -62,10 +52,7 @@ before(async () => {
 });
 
 after(async () => {
-  await context?.close();
-  server?.closeAllConnections();
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
-  if (workDir) await rm(workDir, { recursive: true, force: true });
+  await site?.close();
 });
 
 for (const name of Object.keys(cases)) {

@@ -6,57 +6,41 @@
 // drawn for the selected word; the camera is stopped afterwards; no request leaves the origin.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 
-import { createAppServer } from '../../web/server.mjs';
 import { loadModel } from '../../web/lib/index.mjs';
 import { repoRoot } from '../js/fixture_model.mjs';
 import { CAPTION_MODEL, assertSameCaption, cliCaption, encodePng } from '../js/caption_fixture.mjs';
-import { CHROMIUM, CHROMIUM_ARGS, offsiteRequests } from '../../scripts/chromium.mjs';
+import { CHROMIUM_ARGS, offsiteRequests } from '../../scripts/chromium.mjs';
+import { startSite } from './harness.mjs';
 
 const CAMERA_ARGS = [...CHROMIUM_ARGS, '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream'];
 const SAMPLES = join(repoRoot, 'web/app/samples');
 
+let site;
 let workDir;
-let server;
 let origin;
 let context;
+let requests;
 let nodeModel;
-const requests = [];
 
 before(async () => {
-  workDir = await mkdtemp(join(tmpdir(), 'attnlab-e2e-caption-'));
-  const modelsDir = join(workDir, 'models');
-  await mkdir(join(modelsDir, 'weights'), { recursive: true });
-  await copyFile(CAPTION_MODEL, join(modelsDir, 'weights/captioner.gguf'));
-  const bytes = readFileSync(CAPTION_MODEL);
-  await writeFile(join(modelsDir, 'manifest.json'), JSON.stringify({ models: [{
-    id: 'captioner-test', label: 'Test captioner', task: 'caption', arch: 'show-attend-tell', src: 'image', tgt: 'en',
-    dtype: 'f16', file: 'models/weights/captioner.gguf', bytes: bytes.length,
-    sha256: createHash('sha256').update(bytes).digest('hex'),
-  }] }));
-  server = createAppServer({ modelsDir });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  origin = `http://localhost:${server.address().port}`;
-  context = await chromium.launchPersistentContext(join(workDir, 'profile'), {
-    executablePath: CHROMIUM, args: CAMERA_ARGS, headless: true, viewport: { width: 1100, height: 900 },
+  site = await startSite({
+    prefix: 'attnlab-e2e-caption-',
+    models: [{ from: CAPTION_MODEL, name: 'captioner.gguf', id: 'captioner-test', label: 'Test captioner',
+               task: 'caption', arch: 'show-attend-tell', src: 'image', tgt: 'en', dtype: 'f16' }],
+    args: CAMERA_ARGS,
+    viewport: { width: 1100, height: 900 },
   });
+  ({ workDir, origin, context, requests } = site);
   await context.grantPermissions(['camera'], { origin });
-  context.on('request', (request) => requests.push(request.url()));
   nodeModel = await loadModel(CAPTION_MODEL);
 });
 
 after(async () => {
   await nodeModel?.dispose();
-  await context?.close();
-  server?.closeAllConnections();
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
-  if (workDir) await rm(workDir, { recursive: true, force: true });
+  await site?.close();
 });
 
 // The RGBA pixels Chromium decodes from a sample, read back from a canvas exactly as the page does.

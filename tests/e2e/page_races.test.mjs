@@ -2,45 +2,27 @@
 // Caption tab while the camera request is pending, and a camera snap that throws.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium } from 'playwright-core';
-import { createAppServer } from '../../web/server.mjs';
-import { CHROMIUM, CHROMIUM_ARGS } from '../../scripts/chromium.mjs';
+import { startSite } from './harness.mjs';
 
 const R = new URL('../../', import.meta.url).pathname;
-let workDir, server, origin, context;
+let site, origin, context;
 
 before(async () => {
-  workDir = await mkdtemp(join(tmpdir(), 'page-check-'));
-  const modelsDir = join(workDir, 'models');
-  await mkdir(join(modelsDir, 'weights'), { recursive: true });
-  const models = [];
-  const add = async (id, src, extra) => {
-    const file = `models/weights/${id}.gguf`;
-    await copyFile(R + src, join(workDir, file));
-    const bytes = readFileSync(R + src);
-    models.push({ id, label: id, file, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), dtype: 'f32', ...extra });
-  };
-  await add('rnn-a', 'tests/fixtures/rnn/additive.gguf', { task: 'translate', arch: 'bahdanau', src: 'en', tgt: 'de' });
-  await add('rnn-b', 'tests/fixtures/rnn/dot.gguf', { task: 'translate', arch: 'bahdanau', src: 'en', tgt: 'fr' });
-  await add('tf-1', 'tests/fixtures/transformer/tiny.gguf', { task: 'translate', arch: 'transformer', src: 'en', tgt: 'de' });
-  await add('tf-2', 'tests/fixtures/transformer/tiny.gguf', { task: 'translate', arch: 'transformer', src: 'en', tgt: 'de' });
-  await add('cap', 'tests/fixtures/caption/tiny_model.gguf', { task: 'caption', arch: 'show-attend-tell', src: 'image', tgt: 'en' });
-  await writeFile(join(modelsDir, 'manifest.json'), JSON.stringify({ models }));
-  server = createAppServer({ modelsDir });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  origin = `http://localhost:${server.address().port}`;
-  context = await chromium.launchPersistentContext(join(workDir, 'profile'), { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  const model = (id, src, extra) => ({ from: R + src, id, label: id, dtype: 'f32', ...extra });
+  site = await startSite({
+    prefix: 'page-check-',
+    models: [
+      model('rnn-a', 'tests/fixtures/rnn/additive.gguf', { task: 'translate', arch: 'bahdanau', src: 'en', tgt: 'de' }),
+      model('rnn-b', 'tests/fixtures/rnn/dot.gguf', { task: 'translate', arch: 'bahdanau', src: 'en', tgt: 'fr' }),
+      model('tf-1', 'tests/fixtures/transformer/tiny.gguf', { task: 'translate', arch: 'transformer', src: 'en', tgt: 'de' }),
+      model('tf-2', 'tests/fixtures/transformer/tiny.gguf', { task: 'translate', arch: 'transformer', src: 'en', tgt: 'de' }),
+      model('cap', 'tests/fixtures/caption/tiny_model.gguf', { task: 'caption', arch: 'show-attend-tell', src: 'image', tgt: 'en' }),
+    ],
+  });
+  ({ origin, context } = site);
 });
 after(async () => {
-  await context?.close();
-  server?.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-  await rm(workDir, { recursive: true, force: true });
+  await site?.close();
 });
 
 // Holds a weights request until release(name) is called.

@@ -4,59 +4,41 @@
 // sentence, with no request leaving the origin.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 
-import { createAppServer } from '../../web/server.mjs';
 import { loadModel } from '../../web/lib/index.mjs';
 import { repoRoot } from '../js/fixture_model.mjs';
-import { CHROMIUM, CHROMIUM_ARGS, offsiteRequests } from '../../scripts/chromium.mjs';
+import { offsiteRequests } from '../../scripts/chromium.mjs';
+import { startSite } from './harness.mjs';
 
 const MODEL = join(repoRoot, 'tests/fixtures/transformer/tiny.gguf');
 const SAMPLE = 'The Law will never be perfect, but its application should be just.';  // the tab's first sample
 const DPR = 2;
 
-let workDir;
-let server;
+let site;
 let origin;
 let context;
+let requests;
 let expected;  // the Node module's translation of SAMPLE (greedy, as the tab runs it)
-const requests = [];
 
 before(async () => {
-  workDir = await mkdtemp(join(tmpdir(), 'attnlab-e2e-sa-'));
-  const modelsDir = join(workDir, 'models');
-  await mkdir(join(modelsDir, 'weights'), { recursive: true });
-  await copyFile(MODEL, join(modelsDir, 'weights/transformer.gguf'));
-  const bytes = readFileSync(MODEL);
-  await writeFile(join(modelsDir, 'manifest.json'), JSON.stringify({ models: [{
-    id: 'transformer-en-de', label: 'Transformer EN→DE', task: 'translate', arch: 'transformer', src: 'en', tgt: 'de',
-    dtype: 'f32', file: 'models/weights/transformer.gguf', bytes: bytes.length,
-    sha256: createHash('sha256').update(bytes).digest('hex'),
-  }] }));
   const model = await loadModel(MODEL);
   expected = await model.translate(SAMPLE, { beam: 1 });
   await model.dispose();
 
-  server = createAppServer({ modelsDir });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  origin = `http://localhost:${server.address().port}`;
-  context = await chromium.launchPersistentContext(join(workDir, 'profile'), {
-    executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true, viewport: { width: 1100, height: 900 },
+  site = await startSite({
+    prefix: 'attnlab-e2e-sa-',
+    models: [{ from: MODEL, name: 'transformer.gguf', id: 'transformer-en-de', label: 'Transformer EN→DE',
+               task: 'translate', arch: 'transformer', src: 'en', tgt: 'de', dtype: 'f32' }],
+    viewport: { width: 1100, height: 900 },
     deviceScaleFactor: DPR,
   });
-  context.on('request', (request) => requests.push(request.url()));
+  ({ origin, context, requests } = site);
 });
 
 after(async () => {
-  await context?.close();
-  server?.closeAllConnections();
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
-  if (workDir) await rm(workDir, { recursive: true, force: true });
+  await site?.close();
 });
 
 // Pixels of a canvas that are neither transparent nor white: the drawing is not blank.

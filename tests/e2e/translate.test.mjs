@@ -3,51 +3,33 @@
 // heatmap has the right shape, a reload takes the weights from the Cache API, and no request leaves localhost.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 
-import { createAppServer } from '../../web/server.mjs';
 import { cliTranslate, repoRoot, requireModel } from '../js/fixture_model.mjs';
-import { CHROMIUM, CHROMIUM_ARGS, offsiteRequests } from '../../scripts/chromium.mjs';
+import { offsiteRequests } from '../../scripts/chromium.mjs';
+import { startSite } from './harness.mjs';
 
 const SAMPLE = 'A dog runs on the beach.';  // one of the page's EN samples
 
-let workDir;
-let server;
+let site;
 let origin;
 let context;
-const requests = [];
+let requests;
 
 before(async () => {
-  const model = requireModel();
-  workDir = await mkdtemp(join(tmpdir(), 'attnlab-e2e-'));
   // A models folder with just the test model, listed as the EN→DE translator.
-  const modelsDir = join(workDir, 'models');
-  await mkdir(join(modelsDir, 'weights'), { recursive: true });
-  await copyFile(model, join(modelsDir, 'weights/test.gguf'));
-  const bytes = readFileSync(model);
-  await writeFile(join(modelsDir, 'manifest.json'), JSON.stringify({ models: [{
-    id: 'bahdanau-en-de', label: 'EN→DE', task: 'translate', arch: 'bahdanau', src: 'en', tgt: 'de', dtype: 'f32',
-    file: 'models/weights/test.gguf', bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'),
-  }] }));
-  server = createAppServer({ modelsDir });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  origin = `http://localhost:${server.address().port}`;
-  context = await chromium.launchPersistentContext(join(workDir, 'profile'), {
-    executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true, viewport: { width: 1100, height: 900 },
+  site = await startSite({
+    prefix: 'attnlab-e2e-',
+    models: [{ from: requireModel(), name: 'test.gguf', id: 'bahdanau-en-de', label: 'EN→DE', task: 'translate',
+               arch: 'bahdanau', src: 'en', tgt: 'de', dtype: 'f32' }],
+    viewport: { width: 1100, height: 900 },
   });
-  context.on('request', (request) => requests.push(request.url()));
+  ({ origin, context, requests } = site);
 });
 
 after(async () => {
-  await context?.close();
-  server?.closeAllConnections();
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
-  if (workDir) await rm(workDir, { recursive: true, force: true });
+  await site?.close();
 });
 
 async function translateSample(page) {

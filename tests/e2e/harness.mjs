@@ -1,0 +1,67 @@
+// The setup every browser test shares: a temporary models folder with copies of test models and a manifest
+// listing them, web/server.mjs on a free port, and headless Chromium with its own profile in the same folder (so
+// no Cache API state is carried between files), recording every URL it requests so that a test can check that
+// nothing left the origin.
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+import { createAppServer } from '../../web/server.mjs';
+import { CHROMIUM, CHROMIUM_ARGS } from '../../scripts/chromium.mjs';
+
+/**
+ * Starts the site for one test file.
+ *   prefix: the name prefix of the temporary folder.
+ *   models: [{ from, name, id, label, task, arch, src, tgt, dtype }]: `from` is copied to models/weights/<name>
+ *     (<id>.gguf when name is left out) and listed in the manifest with the copy's size and SHA-256.
+ *   unlisted: { name: path }: files copied to models/weights/<name> that the manifest does not list.
+ *   args: Chromium's flags (CHROMIUM_ARGS unless given); viewport, deviceScaleFactor: Playwright's defaults unless
+ *     given.
+ * Resolves to { origin, context, requests, workDir, modelsDir, close }.
+ */
+export async function startSite({ prefix = 'attnlab-e2e-', models = [], unlisted = {}, args = CHROMIUM_ARGS,
+                                  viewport, deviceScaleFactor } = {}) {
+  const workDir = await mkdtemp(join(tmpdir(), prefix));
+  const modelsDir = join(workDir, 'models');
+  const requests = [];
+  let server;
+  let context;
+  const close = async () => {
+    await context?.close();
+    if (server) {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+    await rm(workDir, { recursive: true, force: true });
+  };
+
+  try {
+    await mkdir(join(modelsDir, 'weights'), { recursive: true });
+    const manifest = [];
+    for (const { from, name, id, label, task, arch, src, tgt, dtype } of models) {
+      const file = `models/weights/${name ?? `${id}.gguf`}`;
+      await copyFile(from, join(workDir, file));
+      const bytes = await readFile(join(workDir, file));
+      manifest.push({ id, label, task, arch, src, tgt, dtype, file, bytes: bytes.length,
+                      sha256: createHash('sha256').update(bytes).digest('hex') });
+    }
+    for (const [name, from] of Object.entries(unlisted)) await copyFile(from, join(modelsDir, 'weights', name));
+    await writeFile(join(modelsDir, 'manifest.json'), JSON.stringify({ models: manifest }));
+
+    server = createAppServer({ modelsDir });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const origin = `http://localhost:${server.address().port}`;
+    context = await chromium.launchPersistentContext(join(workDir, 'profile'), {
+      executablePath: CHROMIUM, args, headless: true,
+      ...(viewport && { viewport }), ...(deviceScaleFactor && { deviceScaleFactor }),
+    });
+    context.on('request', (request) => requests.push(request.url()));
+    return { origin, context, requests, workDir, modelsDir, close };
+  } catch (error) {
+    // The caller gets no close() when this throws: do not leave a server, a browser or the folder behind.
+    await close().catch(() => {});
+    throw error;
+  }
+}
