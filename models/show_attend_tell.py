@@ -7,6 +7,10 @@ sigma = logistic, "." = matrix-vector product, [a; b] = concatenation, y_0 = BOS
 Initial state (tensors `init_h.*`, `init_c.*`):
     abar = (1/G) sum_i a_i                                   mean annotation [C]
     h_0  = tanh(W_h0.abar + b_h0)        c_0 = tanh(W_c0.abar + b_c0)        [H]
+With Config.init_from_image False, W_h0 and W_c0 stay zero (frozen), so h_0 and c_0 are learned constants and the
+image reaches the decoder only through attention. Initialized from abar, the first runs learned to close the gate
+(beta ~0.015) and write captions from h_0 alone, leaving the attention uniform and meaningless; the file layout
+and the engine are the same either way.
 
 Step t = 1..T (attend with the PREVIOUS state, as the paper):
     e_ti = v . tanh(W_q.h_{t-1} + W_k.a_i + b_k)             additive attention, models/attention.py's
@@ -60,6 +64,7 @@ class Config:
     # run: next to a per-token cross-entropy it outweighed it ~10x, and since a caption has fewer words than cells
     # its optimum is uniform attention, which is what that run learned) or "mean" over them (new runs).
     attention_reg: str = "sum"
+    init_from_image: bool = True  # h_0, c_0 from the mean annotation (the paper, the first runs) or learned constants
 
     def to_dict(self):
         return asdict(self)
@@ -96,6 +101,10 @@ class ShowAttendTell(nn.Module):
         with torch.no_grad():
             self.embed.weight[PAD_ID].zero_()
             self.decoder.bias_ih[self.cfg.hidden:2 * self.cfg.hidden].fill_(1.0)   # forget gate starts open
+            if not self.cfg.init_from_image:
+                for layer in (self.init_h, self.init_c):
+                    layer.weight.zero_()
+                    layer.weight.requires_grad_(False)
 
     # ---- encoder side ---------------------------------------------------------------------
     def encode(self, features, src_len=None) -> Encoded:

@@ -94,7 +94,7 @@ def caption_split(model, data, split, subset=0, beam=1, max_len=30, batch=100):
     imgs = data.images[split][:subset] if subset else data.images[split]
     hyps = []
     for b in range(0, len(imgs), batch):
-        f = data.features[split][b:b + batch].float()
+        f = data.features[split][b:min(b + batch, len(imgs))].float()
         if beam == 1:
             ids = sat.greedy_decode(model, f, max_len)
         else:
@@ -122,6 +122,9 @@ def main(argv=None):
     ap.add_argument("--alpha-c", type=float, default=1.0)
     ap.add_argument("--attention-reg", default="mean", choices=["mean", "sum"],
                     help="reduce the doubly stochastic term over grid cells by mean (default) or sum (the first run)")
+    ap.add_argument("--init-state", default="learned", choices=["learned", "image"],
+                    help="h_0, c_0 as learned constants (default: the image reaches the decoder only through "
+                         "attention) or from the mean annotation (the paper; the first runs, whose gate closed)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=4e-4)
     ap.add_argument("--lr-decay", type=float, default=0.8)
@@ -150,7 +153,7 @@ def main(argv=None):
     G, C = data.features["train"].shape[1:]
     cfg = sat.Config(vocab=data.sp.get_piece_size(), feature_dim=int(C), grid=int(G), emb=args.emb,
                      hidden=args.hidden, attn_dim=args.attn_dim, dropout=args.dropout, alpha_c=args.alpha_c,
-                     attention_reg=args.attention_reg)
+                     attention_reg=args.attention_reg, init_from_image=args.init_state == "image")
     meta = {"spm": SPM_PATH, "grid_h": GRIDS[args.layer][0], "grid_w": GRIDS[args.layer][1],
             "feature_layer": "last" if args.layer == 7 else "block13_expand", "max_len": args.max_len,
             "name": f"show-attend-tell-flickr8k-mobilenet{args.layer}", "args": vars(args)}
@@ -162,7 +165,7 @@ def main(argv=None):
              "history": []}
     if os.path.exists(last_path):
         ck = torch.load(last_path, map_location="cpu")
-        if ck["config"] != cfg.to_dict():
+        if sat.Config(**ck["config"]).to_dict() != cfg.to_dict():
             sys.exit(f"{last_path} has another configuration {ck['config']}: use another --out")
         restore_training(ck, model, opt)
         state = ck["state"]

@@ -24,7 +24,7 @@ threads=${ATTNLAB_THREADS:-2}
 features=$ckpt/features
 jobs=(
   "features|models/extract_features.py --out $features"
-  "captioner-v2|models/train_caption.py --features $features --max-hours 12 --epochs 25 --patience 3"
+  "captioner-v3|models/train_caption.py --features $features --max-hours 12 --epochs 25 --patience 3"
   "transformer-de-en|models/train_transformer.py --pair de-en"
   "bahdanau-en-de|models/train_rnn.py --pair en-de"
   "bahdanau-de-en|models/train_rnn.py --pair de-en"
