@@ -62,6 +62,21 @@ class Decoder(unittest.TestCase):
             torch.testing.assert_close(weights.sum(-1), torch.ones(len(tokens)))
         self.assertEqual(sat.beam_search(model, feats, beam=1, max_len=8), greedy)
 
+    def test_learned_initial_state_ignores_the_image_and_stays_so_after_a_step(self):
+        torch.manual_seed(0)
+        cfg = sat.Config(vocab=30, feature_dim=16, grid=6, emb=8, hidden=12, attn_dim=10, dropout=0.0,
+                         init_from_image=False)
+        model = sat.ShowAttendTell(cfg)
+        opt = torch.optim.Adam(model.parameters(), lr=0.1)
+        feats = torch.rand(2, cfg.grid, cfg.feature_dim)
+        loss, _, _ = model.loss(feats, torch.tensor([[2, 5], [2, 9]]), torch.tensor([[5, 3], [9, 3]]))
+        loss.backward()
+        opt.step()
+        self.assertEqual(float(model.init_h.weight.abs().sum() + model.init_c.weight.abs().sum()), 0.0)
+        s0 = model.encode(feats).s0
+        torch.testing.assert_close(s0[0], s0[1])
+        self.assertNotEqual(float(model.init_h.bias.abs().sum()), 0.0)   # the constants themselves are trained
+
 
 class Flickr8k(unittest.TestCase):
     def test_clean_caption(self):
