@@ -5,8 +5,9 @@ For every Flickr8k test image (or --split dev) whose caption, as the captioner w
 word, take the attention of the step that wrote it and compare it with where MobileNetV2 itself sees a dog: its
 ImageNet classifier applied to each cell of the 7x7x1280 grid (a class activation map; the mean of the cells'
 logits is exactly the image's logits). A cell's "dog evidence" is its probability summed over the 118 dog classes.
+A captioner over the 14x14 grid has its attention summed over 2x2 blocks onto the same 7x7 cells.
 
-    /usr/bin/python3 models/attention_grounding.py --checkpoint /work/ckpt/captioner-v2/best.pt
+    /usr/bin/python3 models/attention_grounding.py --checkpoint /work/ckpt/captioner-14/best.pt
     /usr/bin/python3 models/attention_grounding.py --engine models/weights/captioner-flickr8k.q8_0.gguf
 
 --checkpoint / --gguf run the decoder in PyTorch on the stored grids (models/extract_features.py); --engine takes
@@ -58,12 +59,21 @@ def dog_region(evidence):
     return mask
 
 
+def on_7x7(attention, height, width):
+    """attention [T, height*width] -> [T, 49]: a 14x14 grid's weights summed over the 2x2 blocks of each 7x7 cell."""
+    if (height, width) == (7, 7):
+        return attention
+    if (height, width) != (14, 14):
+        raise SystemExit(f"no 7x7 dog map for a {height}x{width} grid")
+    return attention.reshape(-1, 7, 2, 7, 2).sum(axis=(2, 4)).reshape(-1, 49)
+
+
 def is_dog_piece(piece):
     return piece.lstrip("\u2581").lower() in DOG_WORDS
 
 
 def pytorch_steps(args):
-    """-> list of (pieces, attention [T, G], grid [G, 1280]) from the decoder in PyTorch on the stored grids."""
+    """-> (pieces, attention [T, 49], grid [49, 1280]) from the decoder in PyTorch on the stored grids."""
     from evaluate_caption import load_gguf_decoder
     from train_caption import Data
     if args.checkpoint:
@@ -73,18 +83,20 @@ def pytorch_steps(args):
     else:
         model, _ = load_gguf_decoder(args.gguf)
     model.eval()
-    data = Data(7, args.features, 30, limit_train=1)
-    grids = data.features[args.split]
+    side = 7 if model.cfg.grid == 49 else 14
+    data = Data(side, args.features, 30, limit_train=1)
+    cam_data = data if side == 7 else Data(7, args.features, 30, limit_train=1)
+    if cam_data.images[args.split] != data.images[args.split]:
+        raise SystemExit("the 7x7 and 14x14 stores hold different images: finish models/extract_features.py")
     images = data.images[args.split][:args.subset or None]
     for i in range(len(images)):
-        grid = grids[i:i + 1].float()
-        ids, weights, _, _ = sat.greedy_with_attention(model, grid)
+        ids, weights, _, _ = sat.greedy_with_attention(model, data.features[args.split][i:i + 1].float())
         pieces = [data.sp.id_to_piece(t) for t in ids if t != sat.EOS_ID]
-        yield pieces, weights[:len(pieces)].numpy(), grid[0]
+        yield pieces, on_7x7(weights[:len(pieces)].numpy(), side, side), cam_data.features[args.split][i].float()
 
 
 def engine_steps(args, mobilenet):
-    """-> (pieces, attention [T, G], grid [G, 1280]) with the CLI's attention and PyTorch's MobileNetV2 grid."""
+    """-> (pieces, attention [T, 49], grid [49, 1280]) with the CLI's attention and PyTorch's MobileNetV2 grid."""
     images = flickr8k.load_split(args.split)[:args.subset or None]
     paths = [os.path.join(flickr8k.IMAGE_DIR, img) for img in images]
     out = subprocess.run([args.cli, "caption", "--model", args.engine, "--beam", "1", "--json", *paths],
@@ -97,7 +109,8 @@ def engine_steps(args, mobilenet):
         x = mnv2.to_tensor([mnv2.preprocess(mnv2.load_image(path))])
         with torch.no_grad():
             grid = mobilenet.features(x)[0].flatten(1).t()     # [1280, 7, 7] -> [49, 1280]
-        yield pieces, np.asarray(result["attention"], dtype=np.float64), grid
+        attention = np.asarray(result["attention"], dtype=np.float64)
+        yield pieces, on_7x7(attention, result["grid_height"], result["grid_width"]), grid
 
 
 def main(argv=None):
@@ -140,7 +153,7 @@ def main(argv=None):
     if other:
         print(f"  for the caption's other words {report['other_words_mass']:.3f}")
     print(f"  pointing game: the peak cell is on the dog in {report['pointing']:.0%} (uniform: {REGION_SHARE:.0%})")
-    print(f"  mean peak weight {report['dog_peak']:.3f} (uniform: {1 / attention.shape[1]:.3f})")
+    print(f"  mean peak weight {report['dog_peak']:.3f} (uniform: {1 / attention.shape[1]:.3f}; on the 7x7 cells)")
     print(json.dumps(report))
     return report
 
