@@ -24,7 +24,8 @@ threads=${ATTNLAB_THREADS:-2}
 features=$ckpt/features
 jobs=(
   "features|models/extract_features.py --out $features"
-  "captioner-v3|models/train_caption.py --features $features --max-hours 12 --epochs 25 --patience 3"
+  "features14|models/extract_features.py --layer 14 --out $features"
+  "captioner-14|models/train_caption.py --features $features --layer 14 --max-hours 12 --epochs 25 --patience 3"
   "transformer-de-en|models/train_transformer.py --pair de-en"
   "bahdanau-en-de|models/train_rnn.py --pair en-de"
   "bahdanau-de-en|models/train_rnn.py --pair de-en"
@@ -44,7 +45,7 @@ for job in "${jobs[@]}"; do
   while pgrep -f -- "--out $ckpt/$name( |\$)" >/dev/null; do sleep 60; done
   echo "$(date '+%F %T') queue: $name: $command"
   case "$name" in
-    features) nice -n 19 $python $command --threads "$threads" >> "$ckpt/$name.out" 2>&1 ;;
+    features*) nice -n 19 $python $command --threads "$threads" >> "$ckpt/$name.out" 2>&1 ;;
     *) nice -n 19 $python $command --threads "$threads" --out "$ckpt/$name" >> "$ckpt/$name.out" 2>&1 ;;
   esac
   echo "$(date '+%F %T') queue: $name exited with $?"
