@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""Why a captioner's attention is (or is not) uniform: the figures in models/captioner-flickr8k.md's runs table.
+
+    /usr/bin/python3 models/attention_diagnostics.py --checkpoint /work/ckpt/captioner-v2/best.pt
+
+On the first --images test images (stored grids, models/extract_features.py), greedy decoding in PyTorch:
+  beta      the gate sigmoid(w_beta . h_0 + b) at the first step, averaged over the images (near 0: the context
+            is shut out and the caption comes from h_0 alone);
+  entropy   each step's attention entropy divided by log(cells), averaged (1.0 = uniform);
+  variation half the L1 distance between each step's attention and the caption's mean attention, averaged
+            (near 0: every word looks at the same cells).
+The last line is JSON.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import show_attend_tell as sat  # noqa: E402
+from extract_features import FEATURE_DIR  # noqa: E402
+from train_caption import Data  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--features", default=FEATURE_DIR)
+    ap.add_argument("--images", type=int, default=60)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    ck = torch.load(args.checkpoint, map_location="cpu")
+    model = sat.ShowAttendTell(sat.Config(**ck["config"]))
+    model.load_state_dict(ck["model"])
+    model.eval()
+    data = Data(7 if model.cfg.grid == 49 else 14, args.features, 30, limit_train=1)
+    grids = data.features["test"][:args.images].float()
+    with torch.no_grad():
+        h0 = model.encode(grids).s0[:, :model.cfg.hidden]
+        beta = float(torch.sigmoid(model.f_beta(h0)).mean())
+    entropy, variation = [], []
+    for i in range(grids.size(0)):
+        _, weights, _, _ = sat.greedy_with_attention(model, grids[i:i + 1])
+        w = weights.numpy()
+        entropy.append(float((-(w * np.log(w + 1e-12)).sum(1)).mean() / math.log(w.shape[1])))
+        variation.append(float(np.abs(w - w.mean(0)).sum(1).mean() / 2))
+    report = {"images": int(grids.size(0)), "beta": beta, "entropy": float(np.mean(entropy)),
+              "variation": float(np.mean(variation))}
+    print(f"gate beta at the first step {beta:.3f}; attention entropy {report['entropy']:.3f} of uniform; "
+          f"step-to-step variation {report['variation']:.3f}")
+    print(json.dumps(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()
