@@ -35,11 +35,8 @@ def main(argv=None):
     ap.add_argument("--images", type=int, default=60)
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    ck = torch.load(args.checkpoint, map_location="cpu")
-    model = sat.ShowAttendTell(sat.Config(**ck["config"]))
-    model.load_state_dict(ck["model"])
-    model.eval()
-    data = Data(7 if model.cfg.grid == 49 else 14, args.features, 30, limit_train=1)
+    model = sat.load_checkpoint(args.checkpoint)
+    data = Data(sat.grid_side(model), args.features, 30, limit_train=1)
     grids = data.features["test"][:args.images].float()
     with torch.no_grad():
         h0 = model.encode(grids).s0[:, :model.cfg.hidden]

@@ -76,14 +76,8 @@ def pytorch_steps(args):
     """-> (pieces, attention [T, 49], grid [49, 1280]) from the decoder in PyTorch on the stored grids."""
     from evaluate_caption import load_gguf_decoder
     from train_caption import Data
-    if args.checkpoint:
-        ck = torch.load(args.checkpoint, map_location="cpu")
-        model = sat.ShowAttendTell(sat.Config(**ck["config"]))
-        model.load_state_dict(ck["model"])
-    else:
-        model, _ = load_gguf_decoder(args.gguf)
-    model.eval()
-    side = 7 if model.cfg.grid == 49 else 14
+    model = sat.load_checkpoint(args.checkpoint) if args.checkpoint else load_gguf_decoder(args.gguf)[0]
+    side = sat.grid_side(model)
     data = Data(side, args.features, 30, limit_train=1)
     cam_data = data if side == 7 else Data(7, args.features, 30, limit_train=1)
     if cam_data.images[args.split] != data.images[args.split]:

@@ -84,17 +84,8 @@ def main(argv=None):
 
     if args.engine:
         return evaluate_engine(args)
-    if args.checkpoint:
-        ck = torch.load(args.checkpoint, map_location="cpu")
-        cfg = sat.Config(**ck["config"])
-        model = sat.ShowAttendTell(cfg)
-        model.load_state_dict(ck["model"])
-        layer = 7 if cfg.grid == 49 else 14
-    else:
-        model, meta = load_gguf_decoder(args.gguf)
-        layer = 7 if model.cfg.grid == 49 else 14
-    model.eval()
-    data = Data(layer, args.features, args.max_len, limit_train=1)
+    model = sat.load_checkpoint(args.checkpoint) if args.checkpoint else load_gguf_decoder(args.gguf)[0]
+    data = Data(sat.grid_side(model), args.features, args.max_len, limit_train=1)
     hyps, imgs = caption_split(model, data, args.split, args.subset, args.beam, args.max_len)
     if len(imgs) < len(flickr8k.load_split(args.split)) and not args.subset:
         print(f"warning: only {len(imgs)} {args.split} images have stored features", file=sys.stderr)

@@ -161,6 +161,19 @@ class ShowAttendTell(nn.Module):
         return ce / tokens + self.cfg.alpha_c * reg, ce, tokens
 
 
+def load_checkpoint(path) -> ShowAttendTell:
+    """A models/train_caption.py checkpoint (last.pt / best.pt) -> its decoder, in eval mode."""
+    ck = torch.load(path, map_location="cpu")
+    model = ShowAttendTell(Config(**ck["config"]))
+    model.load_state_dict(ck["model"])
+    return model.eval()
+
+
+def grid_side(model: ShowAttendTell) -> int:
+    """7 or 14: which stored grid (models/extract_features.py --layer) the decoder reads."""
+    return 7 if model.cfg.grid == 49 else 14
+
+
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
