@@ -22,6 +22,9 @@ python=/usr/bin/python3
 threads=${ATTNLAB_THREADS:-2}
 
 features=$ckpt/features
+# The score-function comparison: four EN->DE models that differ only in the score (additive-small is the control
+# at the same size), a third of the shipped translator's compute each, on the same 6-epoch budget.
+variant="--emb 128 --enc-hidden 128 --dec-hidden 256 --attn-dim 256 --epochs 6"
 jobs=(
   "features|models/extract_features.py --out $features"
   "features14|models/extract_features.py --layer 14 --out $features"
@@ -32,9 +35,10 @@ jobs=(
   "bahdanau-de-en|models/train_rnn.py --pair de-en"
   "transformer-en-de|models/train_transformer.py --pair en-de"
   "bahdanau-en-zh|models/train_rnn.py --pair en-zh"
-  "luong-dot-en-de|models/train_rnn.py --pair en-de --score dot"
-  "luong-general-en-de|models/train_rnn.py --pair en-de --score general"
-  "cosine-en-de|models/train_rnn.py --pair en-de --score cosine"
+  "luong-dot-en-de|models/train_rnn.py --pair en-de --score dot $variant"
+  "luong-general-en-de|models/train_rnn.py --pair en-de --score general $variant"
+  "cosine-en-de|models/train_rnn.py --pair en-de --score cosine $variant"
+  "additive-small-en-de|models/train_rnn.py --pair en-de --score additive $variant"
 )
 
 wanted=("$@")

@@ -1,5 +1,6 @@
 // Browser checks of the page's races: a download shared by two tabs, a model switch during a run, leaving the
-// Caption tab while the camera request is pending, and a camera snap that throws.
+// Caption tab while the camera request is pending, and a camera snap that throws; plus which entries the picker and
+// the Score functions tab take.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSite } from './harness.mjs';
@@ -17,6 +18,9 @@ before(async () => {
       model('tf-1', 'tests/fixtures/transformer/tiny.gguf', { task: 'translate', arch: 'transformer', src: 'en', tgt: 'de' }),
       model('tf-2', 'tests/fixtures/transformer/tiny.gguf', { task: 'translate', arch: 'transformer', src: 'en', tgt: 'de' }),
       model('cap', 'tests/fixtures/caption/tiny_model.gguf', { task: 'caption', arch: 'show-attend-tell', src: 'image', tgt: 'en' }),
+      // Score-function comparison entries: kept out of the picker; the dot one fills the Score functions tab's dot card.
+      model('cmp-dot', 'tests/fixtures/rnn/dot.gguf', { task: 'translate', arch: 'luong-dot', src: 'en', tgt: 'de', group: 'score-functions' }),
+      model('cmp-add-fr', 'tests/fixtures/rnn/additive.gguf', { task: 'translate', arch: 'bahdanau', src: 'en', tgt: 'fr', group: 'score-functions' }),
     ],
   });
   ({ origin, context } = site);
@@ -191,5 +195,26 @@ test('camera: leaving the tab while getUserMedia is pending leaves no live track
   await page.click('#cap-camera-stop');
   assert.equal(await page.evaluate(() => window.__tracks.at(-1).readyState), 'ended');
   assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('score-function comparison entries fill the Score functions tab, not the picker', async () => {
+  const page = await context.newPage();
+  await page.goto(`${origin}/`);  // last in the file: the downloads it caches would change the counts above
+  await page.locator('#translate-run:not([disabled])').waitFor({ timeout: 30000 });
+  const picker = await page.locator('#model-select option').evaluateAll((options) => options.map((o) => o.value));
+  assert.deepEqual(picker, ['rnn-a', 'rnn-b']);
+  await page.getByRole('tab', { name: 'Score functions' }).click();
+  const cards = page.locator('#compare-grid .compare-card');
+  assert.equal(await cards.count(), 4);
+  assert.match(await cards.nth(0).locator('p.muted').textContent(), /^luong-dot · /);       // cmp-dot
+  assert.match(await cards.nth(1).locator('p.muted').textContent(), /not available yet/);  // no general model
+  await page.fill('#compare-input', 'hello world');
+  await page.click('#compare-run');
+  await page.waitForFunction(() => {
+    const out = document.querySelectorAll('#compare-grid .compare-card .output')[0];
+    return out && out.textContent && out.textContent !== 'translating…';
+  });
+  assert.equal(await page.locator('#compare-grid .output.error').count(), 0);
   await page.close();
 });
