@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Exports a translator checkpoint to the two shipped files and scores both through the engine (greedy and beam 5):
+#   bash models/ship_rnn.sh NAME CHECKPOINT      e.g. bash models/ship_rnn.sh bahdanau-de-en /work/ckpt/bahdanau-de-en/best.pt
+# writes models/weights/NAME.{f16,q8_0}.gguf and appends evaluate_engine.py's JSON lines to build/eval/NAME.jsonl.
+# Needs the native CLI (npm run build). Then list the files in models/manifest.json and run node scripts/make_manifest.mjs.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+name=$1
+checkpoint=$2
+python=/usr/bin/python3
+mkdir -p build/eval
+for dtype in f16 q8_0; do
+  $python models/export_rnn.py --checkpoint "$checkpoint" --dtype $dtype --out "models/weights/$name.$dtype.gguf"
+done
+for dtype in f16 q8_0; do
+  for beam in 1 5; do
+    $python models/evaluate_engine.py --model "models/weights/$name.$dtype.gguf" --beam $beam | tee -a "build/eval/$name.jsonl"
+  done
+done
