@@ -36,18 +36,18 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     model = sat.load_checkpoint(args.checkpoint)
-    data = Data(sat.grid_side(model), args.features, 30, limit_train=1)
-    grids = data.features["test"][:args.images].float()
+    data = Data.for_model(model, args.features, 30)
+    images = min(args.images, len(data.images["test"]))
     with torch.no_grad():
-        h0 = model.encode(grids).s0[:, :model.cfg.hidden]
+        h0 = model.encode(data.inputs("test", slice(0, images))).s0[:, :model.cfg.hidden]
         beta = float(torch.sigmoid(model.f_beta(h0)).mean())
     entropy, variation = [], []
-    for i in range(grids.size(0)):
-        _, weights, _, _ = sat.greedy_with_attention(model, grids[i:i + 1])
+    for i in range(images):
+        _, weights, _, _ = sat.greedy_with_attention(model, data.inputs("test", slice(i, i + 1)))
         w = weights.numpy()
         entropy.append(float((-(w * np.log(w + 1e-12)).sum(1)).mean() / math.log(w.shape[1])))
         variation.append(float(np.abs(w - w.mean(0)).sum(1).mean() / 2))
-    report = {"images": int(grids.size(0)), "beta": beta, "entropy": float(np.mean(entropy)),
+    report = {"images": images, "beta": beta, "entropy": float(np.mean(entropy)),
               "variation": float(np.mean(variation))}
     print(f"gate beta at the first step {beta:.3f}; attention entropy {report['entropy']:.3f} of uniform; "
           f"step-to-step variation {report['variation']:.3f}")

@@ -78,13 +78,13 @@ def pytorch_steps(args):
     from train_caption import Data
     model = sat.load_checkpoint(args.checkpoint) if args.checkpoint else load_gguf_decoder(args.gguf)[0]
     side = sat.grid_side(model)
-    data = Data(side, args.features, 30, limit_train=1)
+    data = Data.for_model(model, args.features, 30)
     cam_data = data if side == 7 else Data(7, args.features, 30, limit_train=1)
     if cam_data.images[args.split] != data.images[args.split]:
         raise SystemExit("the 7x7 and 14x14 stores hold different images: finish models/extract_features.py")
     images = data.images[args.split][:args.subset or None]
     for i in range(len(images)):
-        ids, weights, _, _ = sat.greedy_with_attention(model, data.features[args.split][i:i + 1].float())
+        ids, weights, _, _ = sat.greedy_with_attention(model, data.inputs(args.split, slice(i, i + 1)))
         pieces = [data.sp.id_to_piece(t) for t in ids if t != sat.EOS_ID]
         yield pieces, on_7x7(weights[:len(pieces)].numpy(), side, side), cam_data.features[args.split][i].float()
 

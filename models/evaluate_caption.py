@@ -85,7 +85,7 @@ def main(argv=None):
     if args.engine:
         return evaluate_engine(args)
     model = sat.load_checkpoint(args.checkpoint) if args.checkpoint else load_gguf_decoder(args.gguf)[0]
-    data = Data(sat.grid_side(model), args.features, args.max_len, limit_train=1)
+    data = Data.for_model(model, args.features, args.max_len)
     hyps, imgs = caption_split(model, data, args.split, args.subset, args.beam, args.max_len)
     if len(imgs) < len(flickr8k.load_split(args.split)) and not args.subset:
         print(f"warning: only {len(imgs)} {args.split} images have stored features", file=sys.stderr)

@@ -48,6 +48,8 @@ ENCODER_PREFIX = "encoder."
 
 def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16"):
     """The decoder's keys and tensors (shared by the export and models/golden_caption.py's fixture)."""
+    if cfg.global_dim:
+        raise ValueError("this decoder reads a global image feature, which the C++ engine does not run yet")
     if grid_h * grid_w != cfg.grid:
         raise ValueError(f"grid {grid_h}x{grid_w} does not match the config's G = {cfg.grid}")
     p = ARCH + "."

@@ -204,7 +204,7 @@ def beam_search(model: Seq2SeqRNN, src, src_len, beam=5, alpha=1.0,
     tokens; then unfinished beams compete too.
     """
     model.eval()
-    B = src.size(0)
+    B = src_len.size(0)   # src may be a pair (the captioner with a global feature)
     enc = model.encode(src, src_len)
     enc = enc.index_select(torch.arange(B).repeat_interleave(beam))   # fixed per row: only s is reordered
     return decoding.beam_search(lambda prev, s: model.decode_step(prev, s, enc), enc.s0,

@@ -12,13 +12,21 @@ image reaches the decoder only through attention. Initialized from abar, the fir
 (beta ~0.015) and write captions from h_0 alone, leaving the attention uniform and meaningless; the file layout
 and the engine are the same either way.
 
+Optional global context (Config.global_dim > 0; `global_proj.*`), after "Knowing when to look" (Lu et al. 2017):
+    g   = the image's global feature [global_dim] (MobileNetV2's last layer averaged over its 7x7 grid: what
+          its classifier reads), given next to the grid: the model input is then the pair (grid, g)
+    g_e = relu(W_g.g + b_g)                                  [emb], fed to the LSTM at every step
+The 7x7 grid's attention stayed uniform because its mean already told the decoder what the image shows; the
+14x14 grid's attention lands on objects but its captions are worse. With g the decoder gets what the 7x7 mean
+gave, and the attention is left to do the looking. g_e is constant, so it rides in the state: s = [h ; c ; g_e].
+
 Step t = 1..T (attend with the PREVIOUS state, as the paper):
     e_ti = v . tanh(W_q.h_{t-1} + W_k.a_i + b_k)             additive attention, models/attention.py's
                                                              Attention("additive") under `attn.`
     alpha_t = softmax_i(e_t)                                 [G]
     beta_t  = sigma(w_beta . h_{t-1} + b_beta)               gating scalar (`f_beta.weight` [1, H], `f_beta.bias` [1])
     z_t     = beta_t * sum_i alpha_ti a_i                    gated context [C]
-    (h_t, c_t) = LSTMCell([E[y_{t-1}] ; z_t], (h_{t-1}, c_{t-1}))     (`decoder.*`, PyTorch gate order i, f, g, o)
+    (h_t, c_t) = LSTMCell([E[y_{t-1}] ; z_t (; g_e)], (h_{t-1}, c_{t-1}))   (`decoder.*`, gate order i, f, g, o)
     logits_t = L_o.(E[y_{t-1}] + L_h.h_t + L_z.z_t) + b_o    deep output, Eq. 7 (linear, no activation);
                                                              L_h = `L_h.weight` [emb, H], L_z = `L_z.weight` [emb, C]
                                                              (no biases), L_o tied to E (`embed.weight`), b_o = `out_bias`
@@ -65,6 +73,7 @@ class Config:
     # its optimum is uniform attention, which is what that run learned) or "mean" over them (new runs).
     attention_reg: str = "sum"
     init_from_image: bool = True  # h_0, c_0 from the mean annotation (the paper, the first runs) or learned constants
+    global_dim: int = 0           # size of the global feature g fed to the LSTM at every step (0: none)
 
     def to_dict(self):
         return asdict(self)
@@ -80,7 +89,8 @@ class ShowAttendTell(nn.Module):
         self.init_c = nn.Linear(C, H)
         self.attn = Attention("additive", H, C, cfg.attn_dim)
         self.f_beta = nn.Linear(H, 1)
-        self.decoder = nn.LSTMCell(emb + C, H)
+        self.global_proj = nn.Linear(cfg.global_dim, emb) if cfg.global_dim else None
+        self.decoder = nn.LSTMCell(emb + C + (emb if cfg.global_dim else 0), H)
         self.L_h = nn.Linear(H, emb, bias=False)
         self.L_z = nn.Linear(C, emb, bias=False)
         self.out_bias = nn.Parameter(torch.zeros(cfg.vocab))
@@ -108,42 +118,48 @@ class ShowAttendTell(nn.Module):
 
     # ---- encoder side ---------------------------------------------------------------------
     def encode(self, features, src_len=None) -> Encoded:
-        """features [B, G, C] (float) -> Encoded(memory, keys, mask, s0 = [h_0 ; c_0] [B, 2H])."""
-        features = features.float()
-        mean = features.mean(1)                                                   # [B, C]
-        s0 = torch.cat([torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean))], -1)
-        mask = torch.ones(features.shape[:2], dtype=torch.bool)
-        return Encoded(features, self.attn.precompute_keys(features), mask, s0)
+        """features: grid [B, G, C], or (grid, g [B, global_dim]) with a global context
+        -> Encoded(memory, keys, mask, s0 = [h_0 ; c_0 (; g_e)] [B, 2H (+ emb)])."""
+        grid, g = split_input(features, self.cfg)
+        mean = grid.mean(1)                                                       # [B, C]
+        state = [torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean))]
+        if g is not None:
+            state.append(torch.relu(self.global_proj(g)))                         # g_e [B, emb]
+        mask = torch.ones(grid.shape[:2], dtype=torch.bool)
+        return Encoded(grid, self.attn.precompute_keys(grid), mask, torch.cat(state, -1))
 
     # ---- one step ------------------------------------------------------------------------------
-    def _step(self, y_emb, h, c, enc: Encoded):
-        """y_emb [B, emb], h/c [B, H] -> logits [B, V], h, c, weights [B, G], scores [B, G]."""
+    def _step(self, y_emb, h, c, g_e, enc: Encoded):
+        """y_emb [B, emb], h/c [B, H], g_e [B, emb] or None -> logits [B, V], h, c, weights [B, G], scores [B, G]."""
         scores = self.attn.scores(h, enc.keys)                                    # [B, G]
         weights = torch.softmax(scores, -1)
         context = self.attn.context(weights, enc.memory)                          # [B, C]
         z = torch.sigmoid(self.f_beta(h)) * context                               # [B, C]
-        h, c = self.decoder(torch.cat([y_emb, z], -1), (h, c))
+        h, c = self.decoder(torch.cat([y_emb, z] if g_e is None else [y_emb, z, g_e], -1), (h, c))
         deep = y_emb + self.L_h(h) + self.L_z(z)                                  # [B, emb]
         logits = F.linear(self.drop(deep), self.embed.weight, self.out_bias)
         return logits, h, c, weights, scores
 
-    def decode_step(self, prev_tokens, s_prev, enc: Encoded):
-        """prev_tokens [B], s_prev [B, 2H] -> (logits [B, V], s [B, 2H], weights [B, G], scores [B, G])."""
+    def split_state(self, s):
+        """s [B, 2H (+ emb)] -> h, c [B, H], g_e [B, emb] or None."""
         H = self.cfg.hidden
-        y_emb = self.embed(prev_tokens)
-        logits, h, c, weights, scores = self._step(y_emb, s_prev[:, :H], s_prev[:, H:], enc)
-        return logits, torch.cat([h, c], -1), weights, scores
+        return s[:, :H], s[:, H:2 * H], (s[:, 2 * H:] if self.cfg.global_dim else None)
+
+    def decode_step(self, prev_tokens, s_prev, enc: Encoded):
+        """prev_tokens [B], s_prev [B, 2H (+ emb)] -> (logits [B, V], s, weights [B, G], scores [B, G])."""
+        h, c, g_e = self.split_state(s_prev)
+        logits, h, c, weights, scores = self._step(self.embed(prev_tokens), h, c, g_e, enc)
+        return logits, torch.cat([h, c] if g_e is None else [h, c, g_e], -1), weights, scores
 
     # ---- teacher forcing -------------------------------------------------------------------------
     def forward(self, features, tgt_in):
-        """features [B, G, C], tgt_in [B, T] (BOS y_1..y_{T-1}) -> logits [B, T, V], alphas [B, T, G]."""
+        """features (see encode), tgt_in [B, T] (BOS y_1..y_{T-1}) -> logits [B, T, V], alphas [B, T, G]."""
         enc = self.encode(features)
-        H = self.cfg.hidden
-        h, c = enc.s0[:, :H], enc.s0[:, H:]
+        h, c, g_e = self.split_state(enc.s0)
         y_emb = self.drop(self.embed(tgt_in))                                     # [B, T, emb]
         logits, alphas = [], []
         for t in range(tgt_in.size(1)):
-            lg, h, c, a, _ = self._step(y_emb[:, t], h, c, enc)
+            lg, h, c, a, _ = self._step(y_emb[:, t], h, c, g_e, enc)
             logits.append(lg)
             alphas.append(a)
         return torch.stack(logits, 1), torch.stack(alphas, 1)
@@ -159,6 +175,18 @@ class ShowAttendTell(nn.Module):
         per_cell = (1.0 - attention_total) ** 2                                   # [B, G]
         reg = per_cell.mean() if self.cfg.attention_reg == "mean" else per_cell.sum(1).mean()
         return ce / tokens + self.cfg.alpha_c * reg, ce, tokens
+
+
+def split_input(features, cfg: Config):
+    """The model input -> (grid [B, G, C] float, g [B, global_dim] float or None); checks it fits the config."""
+    grid, g = features if isinstance(features, (tuple, list)) else (features, None)
+    if (g is not None) != bool(cfg.global_dim):
+        raise ValueError(f"this decoder expects {'(grid, global feature)' if cfg.global_dim else 'a grid alone'}")
+    return grid.float(), (None if g is None else g.float())
+
+
+def batch_size(features) -> int:
+    return (features[0] if isinstance(features, (tuple, list)) else features).size(0)
 
 
 def load_checkpoint(path) -> ShowAttendTell:
@@ -179,7 +207,7 @@ def count_parameters(model: nn.Module) -> int:
 
 
 def _lengths(features, max_len):
-    return torch.zeros(features.size(0), dtype=torch.long), 0.0, max_len
+    return torch.zeros(batch_size(features), dtype=torch.long), 0.0, max_len
 
 
 @torch.no_grad()

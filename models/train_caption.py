@@ -41,26 +41,51 @@ log = Logger(time_format="%H:%M:%S")    # stdout only: the queue redirects it to
 
 
 class Data:
-    """Grids of the stored images of each split, in RAM as float16, and the tokenized train captions."""
+    """Grids of the stored images of each split, in RAM as float16, and the tokenized train captions; with
+    with_global also each image's global feature (the 7x7 store's grid averaged, float32)."""
 
-    def __init__(self, layer, feature_dir, max_len, limit_train=0):
+    def __init__(self, layer, feature_dir, max_len, limit_train=0, with_global=False):
         import sentencepiece as spm
         self.sp = spm.SentencePieceProcessor(model_file=os.path.join(ROOT, SPM_PATH))
         feats, done, names = open_store(layer, feature_dir)
         index = {name: i for i, name in enumerate(names)}
+        stores = [(feats, done, index)]
+        if with_global:
+            feats7, done7, names7 = open_store(7, feature_dir)
+            stores.append((feats7, done7, {name: i for i, name in enumerate(names7)}))
         self.captions = flickr8k.load_captions()
-        self.images, self.features = {}, {}
+        self.images, self.features, self.globals = {}, {}, {}
         for split in ("train", "dev", "test"):
-            imgs = [img for img in flickr8k.load_split(split) if img in index and done[index[img]]]
+            imgs = [img for img in flickr8k.load_split(split)
+                    if all(img in ix and dn[ix[img]] for _, dn, ix in stores)]
             if split == "train" and limit_train:
                 imgs = imgs[:limit_train]
             rows = [index[img] for img in imgs]
             self.images[split] = imgs
             self.features[split] = torch.from_numpy(np.ascontiguousarray(feats[rows])) if rows else None
+            self.globals[split] = global_features(feats7, [stores[1][2][img] for img in imgs]) \
+                if with_global and rows else None
         self.pairs = []   # (row in features["train"], token ids without BOS/EOS, at most max_len)
         for r, img in enumerate(self.images["train"]):
             for cap in self.captions[img]:
                 self.pairs.append((r, self.sp.encode(cap)[:max_len]))
+
+
+    @classmethod
+    def for_model(cls, model, feature_dir, max_len):
+        """The dev and test data a trained decoder reads (its grid, and the global feature if it takes one)."""
+        return cls(sat.grid_side(model), feature_dir, max_len, limit_train=1, with_global=model.cfg.global_dim > 0)
+
+    def inputs(self, split, rows):
+        """The model input of `rows` (a slice or index tensor) of a split: the grid, or (grid, global feature)."""
+        grid = self.features[split][rows].float()
+        return grid if self.globals[split] is None else (grid, self.globals[split][rows])
+
+
+def global_features(feats7, rows, chunk=500):
+    """[N] rows of the 7x7 store -> their grids averaged over the 49 cells [N, 1280] float32."""
+    return torch.cat([torch.from_numpy(feats7[rows[i:i + chunk]].astype(np.float32).mean(1))
+                      for i in range(0, len(rows), chunk)])
 
 
 def make_batch(data, pairs):
@@ -71,7 +96,7 @@ def make_batch(data, pairs):
     for i, (_, ids) in enumerate(pairs):
         tgt_in[i, :len(ids) + 1] = torch.tensor([sat.BOS_ID] + ids)
         tgt_out[i, :len(ids) + 1] = torch.tensor(ids + [sat.EOS_ID])
-    return data.features["train"][rows].float(), tgt_in, tgt_out
+    return data.inputs("train", rows), tgt_in, tgt_out
 
 
 def bucketed_order(pairs, batch, batches_per_bucket=50):
@@ -94,7 +119,7 @@ def caption_split(model, data, split, subset=0, beam=1, max_len=30, batch=100):
     imgs = data.images[split][:subset] if subset else data.images[split]
     hyps = []
     for b in range(0, len(imgs), batch):
-        f = data.features[split][b:min(b + batch, len(imgs))].float()
+        f = data.inputs(split, slice(b, min(b + batch, len(imgs))))
         if beam == 1:
             ids = sat.greedy_decode(model, f, max_len)
         else:
@@ -125,6 +150,9 @@ def main(argv=None):
     ap.add_argument("--init-state", default="learned", choices=["learned", "image"],
                     help="h_0, c_0 as learned constants (default: the image reaches the decoder only through "
                          "attention) or from the mean annotation (the paper; the first runs, whose gate closed)")
+    ap.add_argument("--global-feature", action="store_true",
+                    help="also feed the LSTM the image's global feature (MobileNetV2's last layer averaged; "
+                         "needs the 7x7 store too)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=4e-4)
     ap.add_argument("--lr-decay", type=float, default=0.8)
@@ -145,7 +173,7 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     last_path, best_path = os.path.join(args.out, "last.pt"), os.path.join(args.out, "best.pt")
 
-    data = Data(args.layer, args.features, args.max_len, args.limit_train)
+    data = Data(args.layer, args.features, args.max_len, args.limit_train, with_global=args.global_feature)
     missing = {s: len(flickr8k.load_split(s)) - len(data.images[s]) for s in ("train", "dev")}
     if any(missing.values()) and not (args.allow_partial or args.limit_train):
         sys.exit(f"grids missing for {missing} images: finish models/extract_features.py first "
@@ -153,9 +181,11 @@ def main(argv=None):
     G, C = data.features["train"].shape[1:]
     cfg = sat.Config(vocab=data.sp.get_piece_size(), feature_dim=int(C), grid=int(G), emb=args.emb,
                      hidden=args.hidden, attn_dim=args.attn_dim, dropout=args.dropout, alpha_c=args.alpha_c,
-                     attention_reg=args.attention_reg, init_from_image=args.init_state == "image")
+                     attention_reg=args.attention_reg, init_from_image=args.init_state == "image",
+                     global_dim=int(data.globals["train"].shape[1]) if args.global_feature else 0)
     meta = {"spm": SPM_PATH, "grid_h": GRIDS[args.layer][0], "grid_w": GRIDS[args.layer][1],
             "feature_layer": "last" if args.layer == 7 else "block13_expand", "max_len": args.max_len,
+            "global_feature": "last, mean over 7x7" if args.global_feature else None,
             "name": f"show-attend-tell-flickr8k-mobilenet{args.layer}", "args": vars(args)}
     torch.manual_seed(args.seed)
     random.seed(args.seed)

@@ -30,6 +30,7 @@ jobs=(
   "features14|models/extract_features.py --layer 14 --out $features"
   "captioner-14|models/train_caption.py --features $features --layer 14 --max-hours 12 --epochs 25 --patience 3"
   "captioner-14i|models/train_caption.py --features $features --layer 14 --init-state image --max-hours 12 --epochs 25 --patience 3"
+  "captioner-14g|models/train_caption.py --features $features --layer 14 --global-feature --max-hours 12 --epochs 25 --patience 3"
   "transformer-de-en|models/train_transformer.py --pair de-en"
   "bahdanau-en-de|models/train_rnn.py --pair en-de --epochs 12"
   "bahdanau-de-en|models/train_rnn.py --pair de-en"

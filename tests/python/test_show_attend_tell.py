@@ -77,6 +77,34 @@ class Decoder(unittest.TestCase):
         torch.testing.assert_close(s0[0], s0[1])
         self.assertNotEqual(float(model.init_h.bias.abs().sum()), 0.0)   # the constants themselves are trained
 
+    def test_global_feature_reaches_every_step_and_search_carries_it_per_image(self):
+        torch.manual_seed(0)
+        cfg = sat.Config(vocab=30, feature_dim=16, grid=6, emb=8, hidden=12, attn_dim=10, dropout=0.0,
+                         init_from_image=False, global_dim=5)
+        model = sat.ShowAttendTell(cfg).eval()
+        grid = torch.rand(3, cfg.grid, cfg.feature_dim)
+        g = torch.rand(3, cfg.global_dim) * 4
+        tgt_in = torch.tensor([[2, 11, 12, 13]] * 3)
+        logits, alphas = model((grid, g), tgt_in)
+        # The same grid with another global feature changes every step's output, the attention's first step not.
+        other, other_alphas = model((grid, torch.roll(g, 1, 0)), tgt_in)
+        self.assertGreater(float((logits - other).abs().amax(-1).amin()), 1e-4)
+        torch.testing.assert_close(alphas[:, 0], other_alphas[:, 0])
+        enc = model.encode((grid, g))
+        s = enc.s0
+        for t in range(tgt_in.size(1)):
+            lg, s, _, _ = model.decode_step(tgt_in[:, t], s, enc)
+            torch.testing.assert_close(lg, logits[:, t])
+        # Batched greedy and beam search (which reorders the state) give each image its own global feature.
+        greedy = sat.greedy_decode(model, (grid, g), max_len=8)
+        for b in range(3):
+            tokens, _, _, _ = sat.greedy_with_attention(model, (grid[b:b + 1], g[b:b + 1]), max_len=8)
+            self.assertEqual(greedy[b], [t for t in tokens if t != sat.EOS_ID])
+            self.assertEqual(sat.beam_search(model, (grid[b:b + 1], g[b:b + 1]), beam=3, max_len=8),
+                             sat.beam_search(model, (grid, g), beam=3, max_len=8)[b:b + 1])
+        with self.assertRaisesRegex(ValueError, "global feature"):
+            model.encode(grid)
+
 
 class Flickr8k(unittest.TestCase):
     def test_clean_caption(self):
