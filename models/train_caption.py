@@ -49,27 +49,27 @@ class Data:
         self.sp = spm.SentencePieceProcessor(model_file=os.path.join(ROOT, SPM_PATH))
         feats, done, names = open_store(layer, feature_dir)
         index = {name: i for i, name in enumerate(names)}
-        stores = [(feats, done, index)]
+        stores = [(done, index)]
         if with_global:
             feats7, done7, names7 = open_store(7, feature_dir)
-            stores.append((feats7, done7, {name: i for i, name in enumerate(names7)}))
+            index7 = {name: i for i, name in enumerate(names7)}
+            stores.append((done7, index7))
         self.captions = flickr8k.load_captions()
         self.images, self.features, self.globals = {}, {}, {}
         for split in ("train", "dev", "test"):
             imgs = [img for img in flickr8k.load_split(split)
-                    if all(img in ix and dn[ix[img]] for _, dn, ix in stores)]
+                    if all(img in ix and dn[ix[img]] for dn, ix in stores)]
             if split == "train" and limit_train:
                 imgs = imgs[:limit_train]
             rows = [index[img] for img in imgs]
             self.images[split] = imgs
             self.features[split] = torch.from_numpy(np.ascontiguousarray(feats[rows])) if rows else None
-            self.globals[split] = global_features(feats7, [stores[1][2][img] for img in imgs]) \
+            self.globals[split] = global_features(feats7, [index7[img] for img in imgs]) \
                 if with_global and rows else None
         self.pairs = []   # (row in features["train"], token ids without BOS/EOS, at most max_len)
         for r, img in enumerate(self.images["train"]):
             for cap in self.captions[img]:
                 self.pairs.append((r, self.sp.encode(cap)[:max_len]))
-
 
     @classmethod
     def for_model(cls, model, feature_dir, max_len):
