@@ -5,7 +5,8 @@
 
 Runs `build/native/attnlab translate --model F [--beam N]` once in stdin mode over a split and scores the
 output with models/bleu.py exactly as models/evaluate_rnn.py does (same JSON keys):
-    {"model", "pair", "split", "beam", "alpha", "lines", "bleu_13a", "bleu_lc_tok", ["bleu_char", "chrf"], "seconds"}
+    {"model", "pair", "split", "beam", "alpha", "lines", "bleu_13a", "bleu_lc_tok", "seconds"}
+(for Chinese "bleu_char" and "chrf" in place of the two word BLEUs).
 The pair comes from the GGUF metadata (attnlab.source_language / attnlab.target_language); the default split is
 the test split of that pair (test2016 for Multi30k, test for cmn). alpha is reported as null: the engine's beam
 search applies its own length normalization (the CLI has no option for it). This evaluates what the engine

@@ -6,9 +6,10 @@
 
 A GGUF file is dequantized (f16 / q8_0 -> f32) back into the PyTorch model, so f16 and q8_0 BLEU
 come from exactly the same search code as the checkpoint's. Prints one JSON line:
-    {"model", "pair", "split", "beam", "alpha", "lines", "bleu_13a", "bleu_lc_tok", ["bleu_char", "chrf"], "seconds"}
+    {"model", "pair", "split", "beam", "alpha", "lines", "bleu_13a", "bleu_lc_tok", "seconds"}
+(for Chinese "bleu_char" and "chrf" in place of the two word BLEUs).
 bleu_13a is sacreBLEU's default (cased, detokenized); bleu_lc_tok is lowercased + 13a-tokenized (see bleu.py);
-for Chinese targets bleu_char (character BLEU) and chrF are added. --hyps FILE writes the translations.
+bleu_char is character BLEU and chrf chrF2. --hyps FILE writes the translations.
 """
 import os
 import sys

@@ -97,10 +97,12 @@ def metric_for(tgt_lang):
 
 
 def scores_for(tgt_lang, hyps, refs):
-    out = {"bleu_13a": bleu.bleu_13a(hyps, refs), "bleu_lc_tok": bleu.bleu_lc_tok(hyps, refs)}
+    """Word BLEU (13a, lower-cased tokenized), or for Chinese, which has no spaces to split words at (word BLEU
+    would count each sentence as a few "words"), character BLEU and chrF."""
     if tgt_lang == "zh":
-        out["bleu_char"] = bleu.bleu_char(hyps, refs)
-        out["chrf"] = bleu.chrf(hyps, refs)
+        out = {"bleu_char": bleu.bleu_char(hyps, refs), "chrf": bleu.chrf(hyps, refs)}
+    else:
+        out = {"bleu_13a": bleu.bleu_13a(hyps, refs), "bleu_lc_tok": bleu.bleu_lc_tok(hyps, refs)}
     return {k: round(v, 2) for k, v in out.items()}
 
 
