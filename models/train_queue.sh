@@ -23,8 +23,8 @@ threads=${ATTNLAB_THREADS:-2}
 
 features=$ckpt/features
 # The score-function comparison: four EN->DE models that differ only in the score (additive-small is the control
-# at the same size), a third of the shipped translator's compute each, on the same 4-epoch budget.
-variant="--emb 128 --enc-hidden 128 --dec-hidden 256 --attn-dim 256 --epochs 4"
+# at the same size), a third of the shipped translator's compute each, on the same 3-epoch budget.
+variant="--emb 128 --enc-hidden 128 --dec-hidden 256 --attn-dim 256 --epochs 3"
 jobs=(
   "features|models/extract_features.py --out $features"
   "features14|models/extract_features.py --layer 14 --out $features"
