@@ -15,10 +15,11 @@ import os
 import sys
 import time
 
-import torch
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "models"))
+
+import cpu_blas  # noqa: E402,F401  (before torch: OpenBLAS's AVX kernels, or PyTorch is measured on SSE3 ones)
+import torch  # noqa: E402
 
 from decoding import BOS_ID, EOS_ID  # noqa: E402
 from export_common import read_gguf_tensors  # noqa: E402

@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 
+import cpu_blas  # noqa: E402,F401  (before torch: OpenBLAS's AVX kernels, see models/cpu_blas.py)
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))

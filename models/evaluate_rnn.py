@@ -17,6 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import cpu_blas  # noqa: E402,F401  (before torch: OpenBLAS's AVX kernels, see models/cpu_blas.py)
 import seq2seq_rnn  # noqa: E402
 from seq2seq_rnn import Config, Seq2SeqRNN  # noqa: E402
 from train_rnn import translate  # noqa: E402

@@ -15,6 +15,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import cpu_blas  # noqa: E402,F401  (before torch: OpenBLAS's AVX kernels, see models/cpu_blas.py)
 import transformer  # noqa: E402
 from train_transformer import translate  # noqa: E402
 from translation import evaluate_translator, load_translator  # noqa: E402

@@ -3,9 +3,10 @@
 
     /usr/bin/python3 models/prepare_data.py && /usr/bin/python3 models/golden_shipped.py
 
-For every models/manifest.json entry with task "translate", dtype "f16" and an RNN architecture, the GGUF is
-dequantized back into the PyTorch model (models/evaluate_rnn.py's loader) and the first --sentences lines of the
-pair's test split are translated greedily, keeping each step's attention weights. Written to
+For every models/manifest.json entry with task "translate" and dtype "f16" (an RNN or a Transformer), the GGUF is
+dequantized back into the PyTorch model (models/evaluate_rnn.py's or models/evaluate_transformer.py's loader) and
+the first --sentences lines of the pair's test split are translated greedily, keeping each step's attention
+weights (for a Transformer: every layer's and head's encoder self-, decoder self- and cross-attention). Written to
 build/golden/shipped/<id>.expected.gguf (or $ATTNLAB_GOLDEN_DIR/shipped) in the layout of models/golden_rnn.py's
 *.expected.gguf, plus `expected.model_file` (the repo-relative GGUF path), and build/golden/shipped/index.txt with
 one id per line. Derived from ../shared/data, so never committed.
@@ -25,23 +26,36 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from evaluate_rnn import load_model  # noqa: E402
+import evaluate_rnn  # noqa: E402
+import evaluate_transformer  # noqa: E402
+import transformer  # noqa: E402
 from golden_rnn import greedy_with_attention  # noqa: E402
 from gguf_writer import GGUFWriter  # noqa: E402
 from translation import encode_source, load_tokenizers, pair_paths, read_split  # noqa: E402
 
 RNN_ARCHS = {"bahdanau", "luong-dot", "luong-general", "cosine"}
+TRANSLATOR_ARCHS = RNN_ARCHS | {"transformer"}
 OUT_DIR = os.path.join(os.environ.get("ATTNLAB_GOLDEN_DIR", os.path.join(ROOT, "build", "golden")), "shipped")
 
 
 def shipped_translators(manifest_path):
     with open(manifest_path, encoding="utf-8") as f:
         models = json.load(f)["models"]
-    return [m for m in models if m["task"] == "translate" and m["dtype"] == "f16" and m["arch"] in RNN_ARCHS]
+    return [m for m in models if m["task"] == "translate" and m["dtype"] == "f16" and m["arch"] in TRANSLATOR_ARCHS]
+
+
+def transformer_greedy(model, src_ids):
+    """(tokens, {name: [L,H,rows,cols] array}) for one sentence; rows are the T returned tokens."""
+    src = torch.tensor([src_ids])
+    hyps, (enc, dec, cross) = transformer.greedy_decode(model, src, torch.tensor([len(src_ids)]), return_attention=True)
+    return hyps[0], {"encoder_self_attention": enc.numpy(), "decoder_self_attention": dec.numpy(),
+                     "cross_attention": cross.numpy()}
 
 
 def write_expected(entry, sentences, out_dir):
-    model, pair = load_model(os.path.join(ROOT, entry["file"]))
+    is_transformer = entry["arch"] == "transformer"
+    loader = evaluate_transformer if is_transformer else evaluate_rnn
+    model, pair = loader.load_model(os.path.join(ROOT, entry["file"]))
     model.eval()
     paths = pair_paths(pair)
     sp_src, sp_tgt = load_tokenizers(paths)
@@ -52,8 +66,19 @@ def write_expected(entry, sentences, out_dir):
     w.add_uint32("expected.sentences", len(lines))
     for i, text in enumerate(lines):
         src_ids = encode_source(sp_src, text)
-        tokens, weights, scores = greedy_with_attention(model, src_ids)
         p = f"sentence.{i}."
+        if is_transformer:
+            tokens, tensors = transformer_greedy(model, src_ids)
+            w.add_string(p + "text", text)
+            w.add_array(p + "source_ids", src_ids, "int32")
+            w.add_array(p + "greedy_ids", tokens, "int32")
+            w.add_string(p + "greedy_text", sp_tgt.decode(tokens))
+            w.add_tensor(p + "encoder_self_attention", tensors["encoder_self_attention"])
+            if tokens:  # zero-size tensors cannot be stored; the test skips them for an empty output
+                w.add_tensor(p + "decoder_self_attention", tensors["decoder_self_attention"])
+                w.add_tensor(p + "cross_attention", tensors["cross_attention"])
+            continue
+        tokens, weights, scores = greedy_with_attention(model, src_ids)
         w.add_string(p + "text", text)
         w.add_array(p + "source_ids", src_ids, "int32")
         w.add_array(p + "greedy_ids", tokens, "int32")

@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 
+import cpu_blas  # noqa: E402,F401  (before torch: OpenBLAS's AVX kernels, see models/cpu_blas.py)
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -157,6 +157,8 @@ def add_training_options(p, max_tokens, max_len, epochs, patience, log_every):
     p.add_argument("--log-every", type=int, default=log_every)
     p.add_argument("--val-subset", type=int, default=0, help="greedy-validate on the first N lines (0 = all)")
     p.add_argument("--limit-train", type=int, default=0, help="use only the first N training pairs (smoke test)")
+    p.add_argument("--keep-epochs", type=int, default=5,
+                   help="keep the model of the last N epochs as OUT/epoch-<n>.pt (models/average_checkpoints.py)")
 
 
 def add_run_options(p):
@@ -214,6 +216,20 @@ def log_resumed(log, args, state):
 def set_learning_rate(optimizer, lr):
     for g in optimizer.param_groups:
         g["lr"] = lr
+
+
+def keep_epoch_model(args, cfg, model, meta, state):
+    """OUT/epoch-<n>.pt (the model only, the layout of best.pt), deleting those older than --keep-epochs: the
+    inputs of models/average_checkpoints.py."""
+    keep = getattr(args, "keep_epochs", 0)
+    if keep <= 0:
+        return
+    epoch = state["epoch"]
+    atomic_save({"config": cfg.to_dict(), "model": model.state_dict(), "meta": meta, "state": dict(state),
+                 "args": vars(args)}, os.path.join(args.out, f"epoch-{epoch}.pt"))
+    old = os.path.join(args.out, f"epoch-{epoch - keep}.pt")
+    if os.path.exists(old):
+        os.remove(old)
 
 
 def train_translator(args, log, model, optimizer, cfg, state, meta, data, translate, batch_logits,
@@ -327,6 +343,7 @@ def train_translator(args, log, model, optimizer, cfg, state, meta, data, transl
                 log(f"no gain for {state['bad_epochs']} epoch(s)")
             if state["bad_epochs"] >= args.patience:
                 stop_reason = f"early stopping after {args.patience} epochs without gain"
+        keep_epoch_model(args, cfg, model, meta, state)
         checkpoint(f"epoch {state['epoch']}")
         timer.reset()
     state["train_seconds"] = clock.total()

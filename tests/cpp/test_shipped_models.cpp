@@ -1,5 +1,6 @@
 // Parity of the SHIPPED f16 translators with PyTorch on 50 test sentences each (issue 3): identical greedy tokens
-// on at least 49, and on those the attention within 1e-3. Golden files: models/golden_shipped.py ->
+// on at least 49, and on those the attention within 1e-3 (for a Transformer, every layer's and head's encoder
+// self-, decoder self- and cross-attention: issue 5). Golden files: models/golden_shipped.py ->
 // build/golden/shipped (or $ATTNLAB_GOLDEN_DIR/shipped), one <id>.expected.gguf per manifest entry in index.txt.
 #include <doctest/doctest.h>
 
@@ -38,6 +39,15 @@ float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
     return worst;
 }
 
+// Worst difference between an engine tensor and PyTorch's, after checking its shape [layers, heads, rows, cols].
+float attention_tensor_diff(const AttentionTensor& engine, const gguf::File& expected, const std::string& name) {
+    CAPTURE(name);
+    const std::vector<float> reference = expected.load_f32_flat(name);
+    REQUIRE(static_cast<std::size_t>(engine.layers) * engine.heads * engine.rows * engine.cols == engine.data.size());
+    REQUIRE(engine.data.size() == reference.size());
+    return max_abs_diff(engine.data, reference);
+}
+
 }  // namespace
 
 TEST_CASE("shipped f16 translators: PyTorch's greedy tokens on >= 49 of 50 test sentences, attention within 1e-3") {
@@ -64,6 +74,16 @@ TEST_CASE("shipped f16 translators: PyTorch's greedy tokens on >= 49 of 50 test 
             }
             ++identical;
             CHECK(t.text == expected.get_string(p + "greedy_text"));
+            if (expected.has_tensor(p + "encoder_self_attention")) {
+                worst_attention = std::max(worst_attention, attention_tensor_diff(t.encoder_self_attention, expected,
+                                                                                  p + "encoder_self_attention"));
+                if (t.target_ids.empty()) continue;
+                worst_attention = std::max(worst_attention, attention_tensor_diff(t.decoder_self_attention, expected,
+                                                                                  p + "decoder_self_attention"));
+                worst_attention = std::max(worst_attention,
+                                           attention_tensor_diff(t.cross_attention, expected, p + "cross_attention"));
+                continue;
+            }
             if (t.target_ids.empty()) continue;
             const std::vector<float> attention = expected.load_f32_flat(p + "greedy_attention");
             REQUIRE(t.attention.size() == attention.size());

@@ -1,0 +1,72 @@
+#!/usr/bin/python3
+"""Average the weights of a translator's last epochs into one checkpoint (Vaswani et al. 2017, section 6.1).
+
+    /usr/bin/python3 models/average_checkpoints.py --dir /work/ckpt/transformer-de-en --last 5 \
+        --out /work/ckpt/transformer-de-en/averaged.pt
+
+Reads OUT/epoch-<n>.pt, which the trainers keep for the last --keep-epochs epochs (models/translation.py), takes
+the --last N highest epochs (or --epochs a b c), and writes their element-wise mean in best.pt's layout, so
+export_transformer.py / export_rnn.py / evaluate_*.py take it as they take best.pt. The averaged model often
+translates better than any single epoch late in training, when the epochs wander around one minimum; whether it
+does here is for evaluate_transformer.py --split val to say, not assumed.
+"""
+import argparse
+import os
+import re
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from training import atomic_save  # noqa: E402
+
+
+def epoch_files(directory):
+    """{epoch: path} of the epoch-<n>.pt files in directory."""
+    found = {}
+    for name in os.listdir(directory):
+        m = re.fullmatch(r"epoch-(\d+)\.pt", name)
+        if m:
+            found[int(m.group(1))] = os.path.join(directory, name)
+    return found
+
+
+def average(paths):
+    """The checkpoint of paths[-1] with the mean of all their models' tensors."""
+    checkpoints = [torch.load(p, map_location="cpu") for p in paths]
+    first = checkpoints[0]
+    for path, ck in zip(paths, checkpoints):
+        if ck["config"] != first["config"] or ck["model"].keys() != first["model"].keys():
+            raise SystemExit(f"{path}: another model configuration than {paths[0]}; cannot average them")
+    model = {}
+    for name, tensor in first["model"].items():
+        if tensor.is_floating_point():
+            model[name] = torch.stack([ck["model"][name].double() for ck in checkpoints]).mean(0).to(tensor.dtype)
+        else:
+            model[name] = checkpoints[-1]["model"][name]
+    result = dict(checkpoints[-1])
+    result["model"] = model
+    result["averaged_from"] = [os.path.basename(p) for p in paths]
+    return result
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", required=True, help="a training OUT directory holding epoch-<n>.pt files")
+    ap.add_argument("--last", type=int, default=5, help="average the N highest epochs found")
+    ap.add_argument("--epochs", type=int, nargs="+", help="average exactly these epochs instead")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    found = epoch_files(args.dir)
+    wanted = sorted(args.epochs) if args.epochs else sorted(found)[-args.last:]
+    missing = [e for e in wanted if e not in found]
+    if not wanted or missing:
+        raise SystemExit(f"{args.dir}: no epoch file for epoch(s) {missing or 'any'} (have {sorted(found)})")
+    atomic_save(average([found[e] for e in wanted]), args.out)
+    print(f"average_checkpoints: epochs {wanted} -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""models/average_checkpoints.py and the trainers' epoch files (models/translation.py keep_epoch_model).
+
+    /usr/bin/python3 -m unittest discover -s tests/python -p 'test_average_checkpoints.py'
+"""
+import argparse
+import os
+import sys
+import tempfile
+import unittest
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
+
+import average_checkpoints  # noqa: E402
+from translation import keep_epoch_model  # noqa: E402
+from transformer import Config, Transformer  # noqa: E402
+
+CONFIG = Config(src_vocab=11, tgt_vocab=13, d_model=8, heads=2, enc_layers=1, dec_layers=1, ff=16)
+
+
+def save_epochs(directory, epochs, keep):
+    """Models whose every weight equals the epoch number, saved through the trainers' own keep_epoch_model."""
+    args = argparse.Namespace(out=directory, keep_epochs=keep)
+    model = Transformer(CONFIG)
+    for epoch in epochs:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.fill_(float(epoch))
+        keep_epoch_model(args, CONFIG, model, {"pair": "en-de"}, {"epoch": epoch})
+
+
+class AverageCheckpoints(unittest.TestCase):
+    def test_trainer_keeps_only_the_last_epochs(self):
+        with tempfile.TemporaryDirectory() as d:
+            save_epochs(d, range(1, 8), keep=3)
+            self.assertEqual(sorted(average_checkpoints.epoch_files(d)), [5, 6, 7])
+
+    def test_mean_of_the_last_n_loads_into_the_model(self):
+        with tempfile.TemporaryDirectory() as d:
+            save_epochs(d, range(1, 6), keep=5)
+            out = os.path.join(d, "averaged.pt")
+            average_checkpoints.main(["--dir", d, "--last", "3", "--out", out])
+            ck = torch.load(out, map_location="cpu")
+            self.assertEqual(ck["averaged_from"], ["epoch-3.pt", "epoch-4.pt", "epoch-5.pt"])
+            self.assertEqual(ck["state"]["epoch"], 5)
+            model = Transformer(Config(**ck["config"]))
+            model.load_state_dict(ck["model"])
+            for name, p in model.named_parameters():
+                self.assertTrue(torch.allclose(p, torch.full_like(p, 4.0)), name)
+
+    def test_missing_epoch_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            save_epochs(d, [1, 2], keep=5)
+            with self.assertRaises(SystemExit) as e:
+                average_checkpoints.main(["--dir", d, "--epochs", "2", "3", "--out", os.path.join(d, "a.pt")])
+            self.assertIn("epoch(s) [3]", str(e.exception))
+
+    def test_different_configurations_are_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            save_epochs(d, [1], keep=5)
+            other = Config(src_vocab=11, tgt_vocab=13, d_model=8, heads=2, enc_layers=1, dec_layers=1, ff=32)
+            keep_epoch_model(argparse.Namespace(out=d, keep_epochs=5), other, Transformer(other), {}, {"epoch": 2})
+            with self.assertRaises(SystemExit) as e:
+                average_checkpoints.main(["--dir", d, "--out", os.path.join(d, "a.pt")])
+            self.assertIn("another model configuration", str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
