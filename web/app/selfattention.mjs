@@ -15,6 +15,9 @@ const SAMPLES = {
   en: ['The Law will never be perfect, but its application should be just.',
        'The animal did not cross the street because it was too tired.',
        'A dog runs on the beach.', 'Two men are playing soccer in a park.'],
+  de: ['Das Gesetz wird nie perfekt sein, aber seine Anwendung sollte gerecht sein.',
+       'Das Tier überquerte die Straße nicht, weil es zu müde war.',
+       'Ein Hund läuft am Strand.', 'Zwei Männer spielen Fußball in einem Park.'],
 };
 
 const KINDS = {
