@@ -211,12 +211,15 @@ void transformer_step(const Transformer& model, const TransformerEncoded& encode
     }
 }
 
-Matrix transformer_decode_full(const Transformer& model, const TransformerEncoded& encoded,
-                               const std::vector<int32_t>& inputs, Tensor4* self_attention, Tensor4* cross_attention) {
+namespace {
+
+// The decoder layers and final norm over all inputs at once: [T] -> LN_dec(g) [T, d].
+Matrix decode_layers(const Transformer& model, const TransformerEncoded& encoded, const std::vector<int32_t>& inputs,
+                     Tensor4* self_attention, Tensor4* cross_attention) {
     const TransformerConfig& c = model.config;
     const int T = static_cast<int>(inputs.size()), d = c.d_model, H = c.heads, L = c.decoder_layers;
     const int S = static_cast<int>(encoded.memory.shape()[0]);
-    check(T > 0, "transformer_decode_full: no decoder inputs");
+    check(T > 0, "transformer decoder: no decoder inputs");
     Matrix g = embed(model.target_embedding, inputs.data(), T, 0);  // [T, d]
     Matrix x = Matrix::from_shape(g.shape());
     if (self_attention) *self_attention = Tensor4::from_shape({std::size_t(L), std::size_t(H), std::size_t(T), std::size_t(T)});
@@ -238,7 +241,14 @@ Matrix transformer_decode_full(const Transformer& model, const TransformerEncode
         add_feed_forward(layer.feed_forward, x.data(), T, g.data());
     }
     layer_norm(model.decoder_norm, g.data(), T, d, c.norm_epsilon, x.data());
-    return nn::linear(model.target_embedding, x);  // [T, V]
+    return x;
+}
+
+}  // namespace
+
+Matrix transformer_decode_full(const Transformer& model, const TransformerEncoded& encoded,
+                               const std::vector<int32_t>& inputs, Tensor4* self_attention, Tensor4* cross_attention) {
+    return nn::linear(model.target_embedding, decode_layers(model, encoded, inputs, self_attention, cross_attention));
 }
 
 decode::StatePtr TransformerDecoder::initial_state() const {
@@ -278,7 +288,8 @@ void transformer_output_attention(const Transformer& model, const TransformerEnc
     }
     std::vector<int32_t> inputs{model.bos};
     inputs.insert(inputs.end(), tokens.begin(), tokens.end() - 1);
-    transformer_decode_full(model, encoded, inputs, &self_attention, &cross_attention);
+    // Only the attention is wanted: the [T, V_tgt] output projection would cost as much as a whole step.
+    decode_layers(model, encoded, inputs, &self_attention, &cross_attention);
 }
 
 }  // namespace attnlab::models
