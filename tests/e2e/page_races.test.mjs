@@ -206,9 +206,10 @@ test('score-function comparison entries fill the Score functions tab, not the pi
   assert.deepEqual(picker, ['rnn-a', 'rnn-b']);
   await page.getByRole('tab', { name: 'Score functions' }).click();
   const cards = page.locator('#compare-grid .compare-card');
-  assert.equal(await cards.count(), 4);
+  assert.equal(await cards.count(), 5);
   assert.match(await cards.nth(0).locator('p.muted').textContent(), /^luong-dot · /);       // cmp-dot
   assert.match(await cards.nth(1).locator('p.muted').textContent(), /not available yet/);  // no general model
+  assert.match(await cards.nth(4).locator('h3').textContent(), /^scaled dot/);
   await page.fill('#compare-input', 'hello world');
   await page.click('#compare-run');
   await page.waitForFunction(() => {

@@ -26,6 +26,7 @@ const FORMULAS = {
 };
 const COMPARE_ARCHS = [
   ['luong-dot', 'dot'], ['luong-general', 'general'], ['bahdanau', 'additive'], ['cosine', 'cosine'],
+  ['transformer', 'scaled dot (Transformer)'],
 ];
 // Manifest entries of the score-function comparison: same data, size and epochs, only the score differs. The
 // shipped EN→DE translator is larger, so it stands in for the additive one only where the group lacks it.
