@@ -48,6 +48,8 @@ def average(paths):
             model[name] = checkpoints[-1]["model"][name]
     result = dict(checkpoints[-1])
     result["model"] = model
+    # The average has not been validated: no validation BLEU goes into an export of it.
+    result["state"] = dict(result.get("state", {}), best_bleu=-1.0)
     result["averaged_from"] = [os.path.basename(p) for p in paths]
     return result
 

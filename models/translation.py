@@ -225,7 +225,9 @@ def keep_epoch_model(args, cfg, model, meta, state):
     if keep <= 0:
         return
     epoch = state["epoch"]
-    atomic_save({"config": cfg.to_dict(), "model": model.state_dict(), "meta": meta, "state": dict(state),
+    # best_bleu becomes this epoch's own validation BLEU: export_*.py writes it as the file's attnlab.val_bleu.
+    own = dict(state, best_bleu=state["history"][-1]["val_bleu"] if state["history"] else -1.0)
+    atomic_save({"config": cfg.to_dict(), "model": model.state_dict(), "meta": meta, "state": own,
                  "args": vars(args)}, os.path.join(args.out, f"epoch-{epoch}.pt"))
     old = os.path.join(args.out, f"epoch-{epoch - keep}.pt")
     if os.path.exists(old):

@@ -27,7 +27,8 @@ def save_epochs(directory, epochs, keep):
         with torch.no_grad():
             for p in model.parameters():
                 p.fill_(float(epoch))
-        keep_epoch_model(args, CONFIG, model, {"pair": "en-de"}, {"epoch": epoch})
+        keep_epoch_model(args, CONFIG, model, {"pair": "en-de"},
+                         {"epoch": epoch, "best_bleu": 99.0, "history": [{"epoch": epoch, "val_bleu": float(epoch)}]})
 
 
 class AverageCheckpoints(unittest.TestCase):
@@ -44,6 +45,8 @@ class AverageCheckpoints(unittest.TestCase):
             ck = torch.load(out, map_location="cpu")
             self.assertEqual(ck["averaged_from"], ["epoch-3.pt", "epoch-4.pt", "epoch-5.pt"])
             self.assertEqual(ck["state"]["epoch"], 5)
+            self.assertEqual(ck["state"]["best_bleu"], -1.0)      # not validated: no val BLEU in an export
+            self.assertEqual(torch.load(os.path.join(d, "epoch-4.pt"))["state"]["best_bleu"], 4.0)
             model = Transformer(Config(**ck["config"]))
             model.load_state_dict(ck["model"])
             for name, p in model.named_parameters():
@@ -60,7 +63,8 @@ class AverageCheckpoints(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             save_epochs(d, [1], keep=5)
             other = Config(src_vocab=11, tgt_vocab=13, d_model=8, heads=2, enc_layers=1, dec_layers=1, ff=32)
-            keep_epoch_model(argparse.Namespace(out=d, keep_epochs=5), other, Transformer(other), {}, {"epoch": 2})
+            keep_epoch_model(argparse.Namespace(out=d, keep_epochs=5), other, Transformer(other), {},
+                             {"epoch": 2, "history": []})
             with self.assertRaises(SystemExit) as e:
                 average_checkpoints.main(["--dir", d, "--out", os.path.join(d, "a.pt")])
             self.assertIn("another model configuration", str(e.exception))
