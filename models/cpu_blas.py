@@ -2,8 +2,9 @@
 
 Why: Debian's OpenBLAS chooses its kernels from the CPU model it detects, and on these machines' virtual
 "Intel Xeon Processor" it falls back to "Prescott" (SSE3) kernels, even though the CPU has AVX-512. Measured here
-with one thread (torch.mm, [1120×256]·[256×8000], the shapes of a Transformer training step): Prescott 17 GFLOP/s,
-Haswell (AVX2) 39, SkylakeX (AVX-512) 60–93. Training runs about 3× faster with the right kernels.
+with one thread (torch.mm, [1120×256]·[256×8000], the shapes of a Transformer training step): Prescott 17–23 GFLOP/s,
+Haswell (AVX2) 39, SkylakeX (AVX-512) 60–119 (bench/bench_blas.py; two runs at different load). Training runs about 3× faster with the right
+kernels.
 
 An OPENBLAS_CORETYPE already in the environment is kept, so `OPENBLAS_CORETYPE=Prescott` reproduces the old
 behaviour. The choice is made from /proc/cpuinfo's flags, so a CPU without AVX-512 never gets AVX-512 kernels
