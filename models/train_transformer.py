@@ -13,7 +13,7 @@ Recipe: label smoothing 0.1; Adam(0.9, 0.98, eps 1e-9); learning rate warm-up th
     lr(step) = peak_lr * min(step / warmup, sqrt(warmup / step));
 token-bucketed batches (similar lengths together, at most --max-tokens padded tokens per side); gradient
 clipping at 1.0; dropout 0.3 (the data set is small: 29k pairs).
-Why 2048-token batches and an 800-step warm-up: on CPU an epoch costs ~15 minutes per core whatever the batch, so
+Why 2048-token batches and an 800-step warm-up: on CPU an epoch costs ~7 minutes per core whatever the batch, so
 what matters is progress per epoch; ~310 updates per epoch (4096 gives 155) and a warm-up of ~2.5 epochs (1000
 steps at 4096 took 6.5 epochs) reach a given loss in fewer epochs.
 """
