@@ -43,7 +43,9 @@ def load_gguf_decoder(path):
     grid = meta[p + "grid_height"] * meta[p + "grid_width"]
     cfg = sat.Config(vocab=meta[p + "vocab_size"], feature_dim=meta[p + "feature_size"], grid=grid,
                      emb=meta[p + "embedding_size"], hidden=meta[p + "hidden_size"],
-                     attn_dim=meta[p + "attention_size"], dropout=0.0)
+                     attn_dim=meta[p + "attention_size"], dropout=0.0,
+                     center_grid=meta.get(p + "annotations", "raw") == "centered",
+                     global_dim=meta[p + "feature_size"] if meta.get(p + "global_feature", "none") == "grid_mean" else 0)
     model = sat.ShowAttendTell(cfg)
     load_gguf_weights(model, tensors, path, ignore_unknown=True)   # the file also holds the image encoder
     return model.eval(), meta

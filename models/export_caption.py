@@ -20,6 +20,9 @@ Metadata keys:
     attnlab.captioner.score                "additive"
     attnlab.captioner.gate                 "scalar" (beta = sigmoid(f_beta . h), one value per step)
     attnlab.captioner.deep_output          "linear" (Eq. 7, no activation; L_o tied to embed.weight)
+    attnlab.captioner.annotations          "raw", or "centered": attention reads a_i - mean_i a_i
+    attnlab.captioner.global_feature       "none", or "grid_mean": g = mean_i a_i (before centering) feeds
+                                           relu(global_proj . g) [emb] to the LSTM at every step
     attnlab.captioner.max_length           default caption length limit, in tokens
     attnlab.captioner.encoder              "mobilenet_v2": tensors "encoder.layers.*", keys attnlab.mobilenet.*
                                            (models/export_mobilenet.py; its feature_layer gives the grid)
@@ -46,10 +49,13 @@ ARCH = "attnlab.captioner"
 ENCODER_PREFIX = "encoder."
 
 
-def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16"):
-    """The decoder's keys and tensors (shared by the export and models/golden_caption.py's fixture)."""
-    if cfg.global_dim:
-        raise ValueError("this decoder reads a global image feature, which the C++ engine does not run yet")
+def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16", global_is_grid_mean=False):
+    """The decoder's keys and tensors (shared by the export and models/golden_caption.py's fixture).
+    global_is_grid_mean: the decoder's global feature is the mean of its own grid (a 7x7 model reading the last
+    layer), which the engine computes; any other global feature needs a second encoder output it does not have."""
+    if cfg.global_dim and not (global_is_grid_mean and cfg.global_dim == cfg.feature_dim):
+        raise ValueError("this decoder reads a global feature other than its grid's mean (a 14x14 model's "
+                         "last-layer mean), which the C++ engine does not compute")
     if grid_h * grid_w != cfg.grid:
         raise ValueError(f"grid {grid_h}x{grid_w} does not match the config's G = {cfg.grid}")
     p = ARCH + "."
@@ -63,6 +69,8 @@ def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16"):
     w.add_string(p + "score", "additive")
     w.add_string(p + "gate", "scalar")
     w.add_string(p + "deep_output", "linear")
+    w.add_string(p + "annotations", "centered" if cfg.center_grid else "raw")
+    w.add_string(p + "global_feature", "grid_mean" if cfg.global_dim else "none")
     w.add_uint32(p + "max_length", max_len)
     return add_state_dict(w, model.state_dict(), dtype)
 
@@ -77,7 +85,8 @@ def export(checkpoint, dtype, out, root=ROOT, with_encoder=True):
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     w = GGUFWriter(out, architecture=ARCH)
     add_model_identity(w, meta.get("name", "show-attend-tell-flickr8k"), "caption", target_language="en")
-    counts = add_decoder(w, model, cfg, meta["grid_h"], meta["grid_w"], int(meta.get("max_len", 30)), dtype)
+    counts = add_decoder(w, model, cfg, meta["grid_h"], meta["grid_w"], int(meta.get("max_len", 30)), dtype,
+                         global_is_grid_mean=meta.get("feature_layer") == "last")
     p = ARCH + "."
     w.add_string(p + "feature_layer", meta.get("feature_layer", "last"))
     if with_encoder:

@@ -16,7 +16,10 @@ Fixture contents (checked by tests/cpp/test_captioner.cpp):
     fixture.<n>.greedy_logits   [T, V]      logits of each greedy step
     fixture.<n>.beam<K>_tokens  int32 array beam search result (K = 2, 3, 5; no BOS/EOS)
 
-A second file, tests/fixtures/caption/tiny_model.gguf, is a complete loadable model for the engine API
+tests/fixtures/caption/decoder_centered.gguf is the same with a decoder that attends over the centered grid and reads
+the grid's mean as its global feature (Config.center_grid, Config.global_dim = C).
+
+Another file, tests/fixtures/caption/tiny_model.gguf, is a complete loadable model for the engine API
 (attnlab::Model) without the encoder: an untrained tiny decoder with the real vocabulary (4000), F16 weights, the
 flickr8k.en tokenizer (role "target"), and the expected outputs of PyTorch running the F16-rounded weights:
     fixture.features [G, C];  fixture.greedy_ids / fixture.beam3_ids  int32 arrays;
@@ -55,10 +58,17 @@ def np32(t):
     return t.detach().cpu().numpy().astype(np.float32)
 
 
-def make(out):
+def with_global(feats, cfg):
+    """The model input of grids [N, G, C]: the grids, or (grids, their means) for a decoder with a global feature."""
+    return (feats, feats.mean(1)) if cfg.global_dim else feats
+
+
+def make(out, centered_global=False):
+    """centered_global: the decoder attends over the centered grid and reads the grid's mean as a global feature."""
     torch.manual_seed(1234)
     torch.set_num_threads(1)
-    cfg = sat.Config(vocab=40, feature_dim=48, grid=GRID_H * GRID_W, emb=16, hidden=24, attn_dim=20, dropout=0.0)
+    cfg = sat.Config(vocab=40, feature_dim=48, grid=GRID_H * GRID_W, emb=16, hidden=24, attn_dim=20, dropout=0.0,
+                     center_grid=centered_global, global_dim=48 if centered_global else 0)
     model = sat.ShowAttendTell(cfg)
     # Four random grids, each with a random caption; the 5th grid is never trained on.
     n_train = 4
@@ -73,7 +83,7 @@ def make(out):
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     model.train()
     for _ in range(STEPS):
-        loss, _, _ = model.loss(feats[:n_train], tgt_in, tgt_out)
+        loss, _, _ = model.loss(with_global(feats[:n_train], cfg), tgt_in, tgt_out)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -83,15 +93,16 @@ def make(out):
     w = GGUFWriter(out, architecture="attnlab.captioner")
     w.add_string("general.name", "captioner-decoder-fixture")
     w.add_string("attnlab.task", "caption")
-    add_decoder(w, model, cfg, GRID_H, GRID_W, MAX_LEN, dtype="f32")
+    add_decoder(w, model, cfg, GRID_H, GRID_W, MAX_LEN, dtype="f32", global_is_grid_mean=True)
     w.add_uint32("tokenizer.target.bos_token_id", sat.BOS_ID)
     w.add_uint32("tokenizer.target.eos_token_id", sat.EOS_ID)
     w.add_uint32("fixture.count", n_train + 1)
     for n in range(n_train + 1):
-        f = feats[n:n + 1]
+        grid = feats[n:n + 1]
+        f = with_global(grid, cfg)
         tokens, weights, scores, logits = sat.greedy_with_attention(model, f, MAX_LEN)
         p = f"fixture.{n}."
-        w.add_tensor(p + "features", np32(f[0]))
+        w.add_tensor(p + "features", np32(grid[0]))
         w.add_array(p + "greedy_tokens", tokens, "int32")
         w.add_tensor(p + "greedy_weights", np32(weights))
         w.add_tensor(p + "greedy_scores", np32(scores))
@@ -142,6 +153,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "caption", "decoder.gguf"))
     out = ap.parse_args().out
     make(out)
+    make(os.path.join(os.path.dirname(os.path.abspath(out)), "decoder_centered.gguf"), centered_global=True)
     make_model(os.path.join(os.path.dirname(os.path.abspath(out)), "tiny_model.gguf"))
 
 

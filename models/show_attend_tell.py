@@ -20,6 +20,11 @@ The 7x7 grid's attention stayed uniform because its mean already told the decode
 14x14 grid's attention lands on objects but its captions are worse. With g the decoder gets what the 7x7 mean
 gave, and the attention is left to do the looking. g_e is constant, so it rides in the state: s = [h ; c ; g_e].
 
+Centered annotations (Config.center_grid): attention reads a_i - abar instead of a_i, for keys and values alike.
+Uniform attention then yields a zero context, so the attention carries information only where it departs from
+uniform; with the global feature g = abar the decoder still gets what the plain 7x7 mean gave it. Without this, the
+semantic 7x7x1280 cells let uniform attention (the mean) do as well as looking, and the attention never moved.
+
 Step t = 1..T (attend with the PREVIOUS state, as the paper):
     e_ti = v . tanh(W_q.h_{t-1} + W_k.a_i + b_k)             additive attention, models/attention.py's
                                                              Attention("additive") under `attn.`
@@ -74,6 +79,7 @@ class Config:
     attention_reg: str = "sum"
     init_from_image: bool = True  # h_0, c_0 from the mean annotation (the paper, the first runs) or learned constants
     global_dim: int = 0           # size of the global feature g fed to the LSTM at every step (0: none)
+    center_grid: bool = False     # attend over a_i - abar instead of a_i (see "Centered annotations" above)
 
     def to_dict(self):
         return asdict(self)
@@ -125,6 +131,8 @@ class ShowAttendTell(nn.Module):
         state = [torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean))]
         if g is not None:
             state.append(torch.relu(self.global_proj(g)))                         # g_e [B, emb]
+        if self.cfg.center_grid:
+            grid = grid - mean.unsqueeze(1)                                       # [B, G, C]
         mask = torch.ones(grid.shape[:2], dtype=torch.bool)
         return Encoded(grid, self.attn.precompute_keys(grid), mask, torch.cat(state, -1))
 

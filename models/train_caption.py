@@ -154,6 +154,8 @@ def main(argv=None):
     ap.add_argument("--global-feature", action="store_true",
                     help="also feed the LSTM the image's global feature (MobileNetV2's last layer averaged; "
                          "needs the 7x7 store too)")
+    ap.add_argument("--center-grid", action="store_true",
+                    help="attend over the annotations minus their mean (models/show_attend_tell.py)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=4e-4)
     ap.add_argument("--lr-decay", type=float, default=0.8)
@@ -183,7 +185,8 @@ def main(argv=None):
     cfg = sat.Config(vocab=data.sp.get_piece_size(), feature_dim=int(C), grid=int(G), emb=args.emb,
                      hidden=args.hidden, attn_dim=args.attn_dim, dropout=args.dropout, alpha_c=args.alpha_c,
                      attention_reg=args.attention_reg, init_from_image=args.init_state == "image",
-                     global_dim=int(data.globals["train"].shape[1]) if args.global_feature else 0)
+                     global_dim=int(data.globals["train"].shape[1]) if args.global_feature else 0,
+                     center_grid=args.center_grid)
     meta = {"spm": SPM_PATH, "grid_h": GRIDS[args.layer][0], "grid_w": GRIDS[args.layer][1],
             "feature_layer": "last" if args.layer == 7 else "block13_expand", "max_len": args.max_len,
             "global_feature": "last, mean over 7x7" if args.global_feature else None,

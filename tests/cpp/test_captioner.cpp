@@ -1,6 +1,7 @@
 // The Show-Attend-Tell decoder against PyTorch (models/show_attend_tell.py): a tiny trained f32 decoder and its
 // greedy/beam outputs on fixed annotation grids (fixture: models/golden_caption.py ->
-// tests/fixtures/caption/decoder.gguf). The encoder is not in the fixture: grids go in through
+// tests/fixtures/caption/decoder.gguf, and decoder_centered.gguf whose decoder attends over the centered grid and
+// reads its mean as a global feature). The encoder is not in the fixture: grids go in through
 // caption_from_features / caption_prepare.
 #include <doctest/doctest.h>
 
@@ -23,6 +24,14 @@ const gguf::File& caption_fixture() {
     return file;
 }
 
+const gguf::File& centered_fixture() {
+    static const gguf::File file = gguf::File::open(test::source_path("tests/fixtures/caption/decoder_centered.gguf"));
+    return file;
+}
+
+// Both decoder fixtures, for the tests that compare with PyTorch.
+const gguf::File& fixture_variant(bool centered) { return centered ? centered_fixture() : caption_fixture(); }
+
 Matrix fixture_grid(const gguf::File& file, int n, const models::CaptionerConfig& c) {
     return file.load_f32<2>("fixture." + std::to_string(n) + ".features", {c.grid(), c.feature_size});
 }
@@ -38,10 +47,19 @@ TEST_CASE("captioner: the fixture decoder loads with the exported sizes") {
     CHECK(model.config.hidden == 24);
     CHECK(model.bos == 2);
     CHECK(model.eos == 3);
+    CHECK_FALSE(model.config.center_grid);
+    CHECK_FALSE(model.config.global_feature);
+    const models::CaptionDecoderWeights centered = models::load_caption_decoder(centered_fixture());
+    CHECK(centered.config.center_grid);
+    CHECK(centered.config.global_feature);
+    CHECK(centered.decoder.input_size == 16 + 48 + 16);
 }
 
 TEST_CASE("captioner: every greedy step matches PyTorch (logits, attention scores and weights)") {
-    const gguf::File& file = caption_fixture();
+    bool centered = false;   // the test case runs once per subcase
+    SUBCASE("raw grid") {}
+    SUBCASE("centered grid and global feature") { centered = true; }
+    const gguf::File& file = fixture_variant(centered);
     const models::CaptionDecoderWeights model = models::load_caption_decoder(file);
     const int count = static_cast<int>(file.get_u32("fixture.count"));
     REQUIRE(count >= 2);
@@ -85,7 +103,10 @@ TEST_CASE("captioner: every greedy step matches PyTorch (logits, attention score
 }
 
 TEST_CASE("captioner: beam search gives PyTorch's tokens for beams 2, 3 and 5") {
-    const gguf::File& file = caption_fixture();
+    bool centered = false;   // the test case runs once per subcase
+    SUBCASE("raw grid") {}
+    SUBCASE("centered grid and global feature") { centered = true; }
+    const gguf::File& file = fixture_variant(centered);
     const models::CaptionDecoderWeights model = models::load_caption_decoder(file);
     const int count = static_cast<int>(file.get_u32("fixture.count"));
     int differs_from_greedy = 0;

@@ -43,6 +43,14 @@ CaptionDecoderWeights load_caption_decoder(const gguf::File& file) {
     check(file.get_string_or(p + "score", "additive") == "additive" && file.get_string_or(p + "gate", "scalar") == "scalar" &&
               file.get_string_or(p + "deep_output", "linear") == "linear",
           "this captioner uses an attention, gate or deep output the engine does not implement");
+    const std::string annotations = file.get_string_or(p + "annotations", "raw");
+    const std::string global = file.get_string_or(p + "global_feature", "none");
+    check(annotations == "raw" || annotations == "centered",
+          "this captioner's annotations are '" + annotations + "', which the engine does not implement");
+    check(global == "none" || global == "grid_mean",
+          "this captioner's global feature is '" + global + "', which the engine does not implement");
+    c.center_grid = annotations == "centered";
+    c.global_feature = global == "grid_mean";
 
     const int C = c.feature_size, H = c.hidden, emb = c.embedding;
     model.embedding = nn::load_linear_tensors(file, "embed.weight", "", emb, c.vocab);
@@ -51,7 +59,8 @@ CaptionDecoderWeights load_caption_decoder(const gguf::File& file) {
     model.init_c = nn::load_linear(file, "init_c", C, H);
     model.attention = nn::load_attention(file, "attn", nn::Score::additive, H, C, c.attention_dim);
     model.f_beta = nn::load_linear(file, "f_beta", H, 1);
-    model.decoder = nn::load_lstm_cell(file, "decoder", emb + C, H);
+    if (c.global_feature) model.global_proj = nn::load_linear(file, "global_proj", C, emb);
+    model.decoder = nn::load_lstm_cell(file, "decoder", emb + C + (c.global_feature ? emb : 0), H);
     model.L_h = nn::load_linear(file, "L_h", H, emb, /*with_bias=*/false);
     model.L_z = nn::load_linear(file, "L_z", C, emb, /*with_bias=*/false);
 
@@ -81,6 +90,16 @@ CaptionEncoded caption_prepare(const CaptionDecoderWeights& model, Matrix annota
         mean[j] = static_cast<float>(sum / G);
     }
     CaptionEncoded out;
+    if (c.global_feature) {
+        out.global = Vector::from_shape({static_cast<std::size_t>(c.embedding)});
+        nn::linear(model.global_proj, mean.data(), 1, out.global.data());
+        kernels::activate(out.global.data(), out.global.size(), kernels::Activation::relu);
+    }
+    if (c.center_grid) {
+        float* cells = annotations.data();
+        for (int i = 0; i < G; ++i)
+            for (int j = 0; j < C; ++j) cells[std::size_t(i) * C + j] -= mean[j];
+    }
     out.keys = nn::prepare_keys(model.attention, annotations);
     out.h0 = Vector::from_shape({static_cast<std::size_t>(H)});
     out.c0 = Vector::from_shape({static_cast<std::size_t>(H)});
@@ -96,11 +115,14 @@ void caption_step(const CaptionDecoderWeights& model, const CaptionEncoded& enco
                   const float* c, float* h_out, float* c_out, decode::StepOutput& out) {
     const CaptionerConfig& cfg = model.config;
     const int C = cfg.feature_size, emb = cfg.embedding;
-    // The LSTM input is [E y_{t-1} ; z_t]; the embedding half is also the first term of the deep output.
-    std::vector<float> lstm_input(static_cast<std::size_t>(emb + C));  // [emb + C]
+    // The LSTM input is [E y_{t-1} ; z_t (; g_e)]; the embedding part is also the first term of the deep output.
+    const std::size_t global_size = cfg.global_feature ? static_cast<std::size_t>(emb) : 0;
+    check(encoded.global.size() >= global_size, "caption_step: the encoded image has no global feature");
+    std::vector<float> lstm_input(static_cast<std::size_t>(emb + C) + global_size);  // [emb + C (+ emb)]
     float* embedded = lstm_input.data();
     float* gated_context = lstm_input.data() + emb;
     embedding_row(model.embedding, token, embedded);
+    std::copy_n(encoded.global.data(), global_size, lstm_input.begin() + emb + C);
 
     nn::AttentionResult attention = nn::attend(model.attention, encoded.keys, h, encoded.annotations, nullptr);
     float beta = 0.0f;  // β_t = σ(w_β·h_{t-1} + b_β)

@@ -4,9 +4,10 @@
 // a_i [C], an LSTM decoder with additive attention and a gating scalar.
 //
 //   init:    ā = mean_i a_i;  h_0 = tanh(W_h0 ā + b_h0);  c_0 = tanh(W_c0 ā + b_c0)          [H]
+//            optional: g_e = relu(W_g ā + b_g) [emb] (global feature), and a_i ← a_i − ā (centered grid)
 //   step t:  e_t = v·tanh(W_q h_{t-1} + W_k a_i + b_k)   α_t = softmax(e_t)                   [G]
 //            β_t = σ(w_β·h_{t-1} + b_β)                 z_t = β_t Σ_i α_ti a_i                 [C]
-//            (h_t, c_t) = LSTM([E y_{t-1} ; z_t], (h_{t-1}, c_{t-1}))
+//            (h_t, c_t) = LSTM([E y_{t-1} ; z_t (; g_e)], (h_{t-1}, c_{t-1}))
 //            logits_t = E (E y_{t-1} + L_h h_t + L_z z_t) + b_o                                [V] (L_o tied to E)
 #include <cstdint>
 #include <memory>
@@ -35,6 +36,8 @@ struct CaptionerConfig {
     int hidden = 0;          // H
     int attention_dim = 0;   // A
     int max_length = 30;     // default caption length limit (tokens, EOS excluded)
+    bool center_grid = false;      // attend over a_i − ā: uniform attention then carries no information
+    bool global_feature = false;   // feed g_e = relu(W_g ā + b_g) to the LSTM at every step
 
     int grid() const { return grid_height * grid_width; }
 };
@@ -46,7 +49,8 @@ struct CaptionDecoderWeights {
     nn::Linear init_c;             // [H, C]
     nn::AttentionParams attention; // additive; query h [H], keys a_i [C]
     nn::Linear f_beta;             // [1, H] + bias [1]
-    nn::LSTMCell decoder;          // input [emb + C], hidden H
+    nn::Linear global_proj;        // [emb, C] + bias; only with config.global_feature
+    nn::LSTMCell decoder;          // input [emb + C (+ emb)], hidden H
     nn::Linear L_h;                // [emb, H], no bias
     nn::Linear L_z;                // [emb, C], no bias
     int bos = 2, eos = 3;
@@ -57,9 +61,10 @@ struct CaptionDecoderWeights {
 CaptionDecoderWeights load_caption_decoder(const gguf::File& file);
 
 struct CaptionEncoded {
-    Matrix annotations;          // a [G, C]
+    Matrix annotations;          // a [G, C], centered when the model says so
     nn::PreparedKeys keys;       // W_k a_i + b_k [G, A]
     Vector h0, c0;               // [H]
+    Vector global;               // g_e [emb]; empty without a global feature
 };
 
 // annotations [G, C] -> keys and the initial state. Throws when the shape is not the model's [G, C] or a value
