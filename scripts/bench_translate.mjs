@@ -29,7 +29,7 @@ const PYTHON = '/usr/bin/python3';
 
 function parseArgs(argv) {
   const args = { quick: false, browser: true, sentences: 0, rnn: 'models/weights/bahdanau-en-de.f16.gguf',
-                 rnnQ8: 'models/weights/bahdanau-en-de.q8_0.gguf', transformer: 'tests/fixtures/transformer/tiny.gguf' };
+                 rnnQ8: 'models/weights/bahdanau-en-de.q8_0.gguf', transformer: 'models/weights/transformer-en-de.f16.gguf' };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
