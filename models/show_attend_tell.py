@@ -22,8 +22,10 @@ gave, and the attention is left to do the looking. g_e is constant, so it rides 
 
 Centered annotations (Config.center_grid): attention reads a_i - abar instead of a_i, for keys and values alike.
 Uniform attention then yields a zero context, so the attention carries information only where it departs from
-uniform; with the global feature g = abar the decoder still gets what the plain 7x7 mean gave it. Without this, the
-semantic 7x7x1280 cells let uniform attention (the mean) do as well as looking, and the attention never moved.
+uniform; with the global feature g = abar the decoder still gets what the plain 7x7 mean gave it. Tried on the 7x7
+grid, it backfired: the attention sharpened but moved AWAY from the object it named (dog word: 0.09 of the attention
+on the dog region, uniform 0.25), because a_i - abar is signed and the background cells' deviations carry the
+object's evidence negated. Kept for the record and the engine; not used by the shipped models.
 
 Step t = 1..T (attend with the PREVIOUS state, as the paper):
     e_ti = v . tanh(W_q.h_{t-1} + W_k.a_i + b_k)             additive attention, models/attention.py's
@@ -38,7 +40,9 @@ Step t = 1..T (attend with the PREVIOUS state, as the paper):
 
 Training loss per caption: sum_t CE(logits_t, y_t) + lambda * sum_i (1 - sum_t alpha_ti)^2 (doubly stochastic
 regularization; the sum over t runs over the caption's real steps, EOS included), averaged over the batch's tokens
-(CE) and captions (regularizer). Dropout (training only) on the deep-output sum before L_o and on the embeddings; the
+(CE) and captions (regularizer); plus gamma * H(alpha_t) / log G averaged over the real steps (Config.attention_entropy,
+0 by default): a penalty on spread-out attention. On the 7x7 grid nothing else stops the decoder from reading the
+grid's mean through uniform attention, and a map that is an even tint shows nothing. Dropout (training only) on the deep-output sum before L_o and on the embeddings; the
 identity at inference.
 
 Search: `greedy_decode` / `beam_search` reuse models/seq2seq_rnn.py's implementations unchanged (top-2K candidates,
@@ -48,6 +52,7 @@ The length limit is fixed (max_len tokens), expressed as src_len = 0, max_len_a 
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass, asdict
@@ -80,6 +85,7 @@ class Config:
     init_from_image: bool = True  # h_0, c_0 from the mean annotation (the paper, the first runs) or learned constants
     global_dim: int = 0           # size of the global feature g fed to the LSTM at every step (0: none)
     center_grid: bool = False     # attend over a_i - abar instead of a_i (see "Centered annotations" above)
+    attention_entropy: float = 0.0  # gamma of the attention entropy penalty (training only; see the loss below)
 
     def to_dict(self):
         return asdict(self)
@@ -182,7 +188,11 @@ class ShowAttendTell(nn.Module):
         attention_total = (alphas * mask.unsqueeze(-1)).sum(1)                   # [B, G] sum over t
         per_cell = (1.0 - attention_total) ** 2                                   # [B, G]
         reg = per_cell.mean() if self.cfg.attention_reg == "mean" else per_cell.sum(1).mean()
-        return ce / tokens + self.cfg.alpha_c * reg, ce, tokens
+        loss = ce / tokens + self.cfg.alpha_c * reg
+        if self.cfg.attention_entropy:
+            entropy = -(alphas * torch.log(alphas.clamp_min(1e-12))).sum(-1) / math.log(alphas.size(-1))   # [B, T]
+            loss = loss + self.cfg.attention_entropy * (entropy * mask).sum() / tokens
+        return loss, ce, tokens
 
 
 def split_input(features, cfg: Config):

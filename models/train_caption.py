@@ -156,6 +156,8 @@ def main(argv=None):
                          "needs the 7x7 store too)")
     ap.add_argument("--center-grid", action="store_true",
                     help="attend over the annotations minus their mean (models/show_attend_tell.py)")
+    ap.add_argument("--attention-entropy", type=float, default=0.0,
+                    help="gamma of the penalty on the attention's normalized entropy (models/show_attend_tell.py)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=4e-4)
     ap.add_argument("--lr-decay", type=float, default=0.8)
@@ -186,7 +188,7 @@ def main(argv=None):
                      hidden=args.hidden, attn_dim=args.attn_dim, dropout=args.dropout, alpha_c=args.alpha_c,
                      attention_reg=args.attention_reg, init_from_image=args.init_state == "image",
                      global_dim=int(data.globals["train"].shape[1]) if args.global_feature else 0,
-                     center_grid=args.center_grid)
+                     center_grid=args.center_grid, attention_entropy=args.attention_entropy)
     meta = {"spm": SPM_PATH, "grid_h": GRIDS[args.layer][0], "grid_w": GRIDS[args.layer][1],
             "feature_layer": "last" if args.layer == 7 else "block13_expand", "max_len": args.max_len,
             "global_feature": "last, mean over 7x7" if args.global_feature else None,
