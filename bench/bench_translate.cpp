@@ -9,10 +9,14 @@
 // (floor(1.5 |source| + 10)). --profile adds a second pass that times the parts of one decoder step:
 //   RNN:          attention (scores, softmax, context), GRU cell, deep output, output projection (logits)
 //   Transformer:  step without the output projection (self + cross attention + FF, all layers), output projection
+// and "weight_read_ms": the time to merely read, once, every weight byte one decoder step reads (the matrices as
+// the engine holds them: f32, or Q8_0 blocks), summed as 64-bit words: the memory-traffic floor of a batch-1 step,
+// which no engine holding the same bytes can beat. Its ratio to per_token_ms says how close the step is to it.
 // The LAST line is one JSON object: {"model", "architecture", "sentences", "tokens", "steps", "encoder_ms",
 // "per_token_ms", "total_ms", "targets": [[ids]...], "profile": {phase: ms per step}}.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -129,6 +133,49 @@ void profile_rnn(const models::RnnSeq2Seq& model, const std::vector<std::vector<
     }
 }
 
+// The bytes of a layer's weight matrix as the engine holds it (f32 or Q8_0 blocks).
+std::pair<const char*, std::size_t> weight_bytes(const nn::Linear& layer) {
+    if (layer.quantized())
+        return {reinterpret_cast<const char*>(layer.weight_q8.data()), layer.weight_q8.size() * sizeof(kernels::BlockQ8_0)};
+    return {reinterpret_cast<const char*>(layer.weight.data()), layer.weight.size() * sizeof(float)};
+}
+
+std::vector<const nn::Linear*> rnn_step_weights(const models::RnnSeq2Seq& model) {
+    return {&model.attention.query_proj, &model.decoder.ih, &model.decoder.hh, &model.deep_output,
+            &model.target_embedding};
+}
+
+std::vector<const nn::Linear*> transformer_step_weights(const models::Transformer& model) {
+    // Cross-attention K and V are computed once per sentence by the encoder side, not per step.
+    std::vector<const nn::Linear*> out;
+    for (const models::TransformerDecoderLayer& layer : model.decoder)
+        for (const nn::Linear* l : {&layer.self_attention.q, &layer.self_attention.k, &layer.self_attention.v,
+                                    &layer.self_attention.out, &layer.cross_attention.q, &layer.cross_attention.out,
+                                    &layer.feed_forward.up, &layer.feed_forward.down})
+            out.push_back(l);
+    out.push_back(&model.target_embedding);
+    return out;
+}
+
+// Median over `repeats` passes of the time to read every byte of `layers` once; also returns the byte count.
+double weight_read_ms(const std::vector<const nn::Linear*>& layers, int repeats, std::size_t& bytes) {
+    std::vector<double> times;
+    uint32_t checksum = 0;
+    bytes = 0;
+    for (int r = 0; r < repeats; ++r) {
+        const auto t0 = Clock::now();
+        for (const nn::Linear* layer : layers) {
+            const auto [data, size] = weight_bytes(*layer);
+            checksum += kernels::read_checksum(data, size);
+            if (r == 0) bytes += size;
+        }
+        times.push_back(ms_since(t0));
+    }
+    std::sort(times.begin(), times.end());
+    if (checksum == 42) std::fprintf(stderr, " ");   // keeps the loop from being optimized away
+    return times[times.size() / 2];
+}
+
 struct TransformerProfile {
     double layers = 0, projection = 0;
     long steps = 0;
@@ -203,10 +250,13 @@ int run(int argc, char** argv) {
             RnnProfile p;
             profile_rnn(model, sentences, p);
             const double n = double(std::max(1L, p.steps));
+            std::size_t bytes = 0;
+            const double floor = weight_read_ms(rnn_step_weights(model), 200, bytes);
             std::snprintf(buffer, sizeof buffer,
                           "{\"attention\": %.5f, \"gru\": %.5f, \"deep_output\": %.5f, \"output_projection\": %.5f, "
-                          "\"other\": %.5f, \"load_ms\": %.3f}",
-                          p.attention / n, p.gru / n, p.deep_output / n, p.projection / n, p.other / n, load_ms);
+                          "\"other\": %.5f, \"load_ms\": %.3f, \"weight_read_ms\": %.5f, \"weight_bytes\": %zu}",
+                          p.attention / n, p.gru / n, p.deep_output / n, p.projection / n, p.other / n, load_ms, floor,
+                          bytes);
             profile_json = buffer;
         }
     } else if (architecture == "attnlab.transformer") {
@@ -218,8 +268,12 @@ int run(int argc, char** argv) {
             TransformerProfile p;
             profile_transformer(model, sentences, p);
             const double n = double(std::max(1L, p.steps));
-            std::snprintf(buffer, sizeof buffer, "{\"layers\": %.5f, \"output_projection\": %.5f, \"load_ms\": %.3f}",
-                          p.layers / n, p.projection / n, load_ms);
+            std::size_t bytes = 0;
+            const double floor = weight_read_ms(transformer_step_weights(model), 200, bytes);
+            std::snprintf(buffer, sizeof buffer,
+                          "{\"layers\": %.5f, \"output_projection\": %.5f, \"load_ms\": %.3f, \"weight_read_ms\": %.5f, "
+                          "\"weight_bytes\": %zu}",
+                          p.layers / n, p.projection / n, load_ms, floor, bytes);
             profile_json = buffer;
         }
     } else {

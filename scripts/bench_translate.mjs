@@ -290,6 +290,18 @@ async function main() {
     native[m.kind] = { native: n, pytorch: p, mismatches: compareTargets(n.targets, p.targets) };
   }
 
+  // The memory-traffic floor of one decoder step in wasm: build/wasm/bench_translate.js reads the step's weights
+  // (as the engine holds them) once per pass at full SIMD width; same bytes as ORT's f32 graph for the f16 models.
+  const wasmCore = path.join(root, 'build/wasm/bench_translate.js');
+  const floors = {};
+  if (existsSync(wasmCore)) {
+    for (const m of models) {
+      const idsFile = path.join(benchDir, `${m.kind}.ids`);
+      floors[m.kind] = run(process.execPath, ['--no-liftoff', wasmCore, '--model', abs(m.gguf), '--ids', idsFile,
+                                             '--limit', '20', '--profile'], `wasm core ${m.kind}`).profile;
+    }
+  }
+
   let browser = null;
   if (args.browser) {
     const browserSentences = args.quick ? sentences.slice(0, 25) : sentences;
@@ -324,6 +336,19 @@ async function main() {
       result[`browser_wasm_vs_ort_${m.kind}`] = null;
     }
   }
+  for (const m of models) {
+    const floor = floors[m.kind];
+    if (!floor) continue;
+    const r = node[m.kind];
+    const x = (ms) => fmt(ms / floor.weight_read_ms, 2);
+    console.log(`\n${m.kind.toUpperCase()} wasm step floor: reading the step's ${fmt(floor.weight_bytes / 1e6, 1)} MB of f32 weights ` +
+                `once takes ${fmt(floor.weight_read_ms, 3)} ms (build/wasm/bench_translate.js --profile). Per token: ` +
+                `attnlab ${x(r.attnlab.per_token_ms)}x the floor, ORT ${x(r.ort.per_token_ms)}x. A 2x lead over ORT ` +
+                `needs ORT at >= 2x the floor.`);
+    result[`wasm_floor_${m.kind}`] = { weight_read_ms: floor.weight_read_ms, weight_bytes: floor.weight_bytes,
+                                      attnlab_per_token_vs_floor: r.attnlab.per_token_ms / floor.weight_read_ms,
+                                      ort_per_token_vs_floor: r.ort.per_token_ms / floor.weight_read_ms };
+  }
   console.log(`\nq8_0 vs f16 (attnlab wasm, Node, RNN): per token ${fmt(node.rnn_q8.per_token_ms, 3)} ms vs ` +
               `${fmt(node.rnn.attnlab.per_token_ms, 3)} ms, encoder ${fmt(node.rnn_q8.encoder_ms, 3)} vs ` +
               `${fmt(node.rnn.attnlab.encoder_ms, 3)} ms, peak ${fmt(node.rnn_q8.peak_mb, 0)} vs ${fmt(node.rnn.attnlab.peak_mb, 0)} MB`);
@@ -348,6 +373,9 @@ async function main() {
     const profile = Object.entries(n.profile).filter(([k]) => k !== 'load_ms')
       .map(([k, v]) => `${k} ${fmt(v, 4)}`).join(', ');
     console.log(`  native step profile (ms per step): ${profile}`);
+    console.log(`  reading the step's weights once (the floor): ${fmt(n.profile.weight_read_ms, 4)} ms; per token ` +
+                `attnlab ${fmt(n.per_token_ms / n.profile.weight_read_ms, 2)}x it, PyTorch ` +
+                `${fmt(p.per_token_ms / n.profile.weight_read_ms, 2)}x: a 3x lead needs PyTorch at >= 3x the floor`);
     result[`native_vs_pytorch_${m.kind}`] = mismatches.count ? null : perToken;
     result[`native_${m.kind}`] = { native: { encoder_ms: n.encoder_ms, per_token_ms: n.per_token_ms, profile: n.profile },
                                    pytorch: { encoder_ms: p.encoder_ms, per_token_ms: p.per_token_ms },

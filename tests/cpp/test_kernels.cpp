@@ -712,6 +712,21 @@ TEST_CASE("dot and axpy match the reference") {
     }
 }
 
+TEST_CASE("read_checksum is the wrapping sum of the little-endian 32-bit words, tail zero-padded") {
+    std::vector<uint8_t> bytes(4099);
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 2654435761u >> 13);
+    for (std::size_t n : {0, 1, 3, 4, 5, 63, 64, 65, 255, 256, 257, 4096, 4099}) {
+        for (std::size_t offset : {0, 1, 2}) {   // any alignment: Q8_0 blocks are 34 bytes
+            if (offset + n > bytes.size()) continue;
+            uint32_t expected = 0;
+            for (std::size_t i = 0; i < n; ++i) expected += uint32_t(bytes[offset + i]) << (8 * (i % 4));
+            CAPTURE(n);
+            CAPTURE(offset);
+            CHECK(k::read_checksum(bytes.data() + offset, n) == expected);
+        }
+    }
+}
+
 TEST_CASE("argmax and top_k: ties, NaN, agreement with the reference") {
     for (int n : {1, 2, 5, 16, 17, 100, 1001}) {
         auto x = random_vector(n, n * 7);
