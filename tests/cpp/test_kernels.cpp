@@ -311,6 +311,29 @@ TEST_CASE("quantize_q8_0 matches a hand-computed block") {
     CHECK_THROWS_AS(k::quantize_q8_0(x.data(), 33, nullptr), attnlab::Error);
 }
 
+TEST_CASE("gemv_f16 matches gemv on the widened weights, any shape") {
+    for (int M : {1, 3, 4, 5, 17, 64}) {
+        for (int N : {1, 7, 8, 16, 33, 256}) {
+            CAPTURE(M);
+            CAPTURE(N);
+            const auto W = random_vector(M * N, M * 100 + N);
+            const auto x = random_vector(N, N + 7);
+            std::vector<uint16_t> halves(W.size());
+            std::vector<float> widened(W.size());
+            for (std::size_t i = 0; i < W.size(); ++i) {
+                halves[i] = k::f32_to_f16(W[i]);
+                widened[i] = k::f16_to_f32(halves[i]);
+            }
+            std::vector<float> y(M, 1.0f), expected(M, 1.0f);
+            for (bool accumulate : {false, true}) {
+                k::variants::gemv_f16(M, N, halves.data(), x.data(), y.data(), accumulate);
+                ref::gemv(M, N, widened.data(), N, x.data(), expected.data(), accumulate);
+                check_close(y, expected, 1e-5f, 1e-5f, "gemv_f16");
+            }
+        }
+    }
+}
+
 TEST_CASE("gemv_q8 and gemm_nt_q8 match the float kernels on dequantized weights") {
     unsigned seed = 900;
     for (int M : {1, 2, 3, 4, 5, 7, 17, 33})

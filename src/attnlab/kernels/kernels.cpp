@@ -392,6 +392,32 @@ void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool 
     }
 }
 
+void variants::gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate) {
+    detail::check_gemv("gemv_f16", M, N, N);
+    const auto row_tail = [&](const uint16_t* w, int j, float sum) {
+        for (; j < N; ++j) sum += detail::half_to_float(w[j]) * x[j];
+        return sum;
+    };
+    int i = 0;
+    for (; i + 4 <= M; i += 4) {
+        const uint16_t* w = W + (size_t)i * N;
+        Vec acc[4] = {simd::zero(), simd::zero(), simd::zero(), simd::zero()};
+        int j = 0;
+        for (; j + kWidth <= N; j += kWidth) {
+            const Vec xv = simd::load(x + j);
+            for (int r = 0; r < 4; ++r) acc[r] = simd::fma(simd::load_f16(w + (size_t)r * N + j), xv, acc[r]);
+        }
+        for (int r = 0; r < 4; ++r) {
+            const float sum = row_tail(w + (size_t)r * N, j, simd::hsum(acc[r]));
+            y[i + r] = accumulate ? y[i + r] + sum : sum;
+        }
+    }
+    for (; i < M; ++i) {
+        const float sum = row_tail(W + (size_t)i * N, 0, 0.0f);
+        y[i] = accumulate ? y[i] + sum : sum;
+    }
+}
+
 void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
     detail::check_gemv("gemv_t", M, N, ldw);
     if (!accumulate) std::fill(y, y + N, 0.0f);

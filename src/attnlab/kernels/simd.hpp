@@ -10,6 +10,8 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "attnlab/kernels/detail.hpp"
+
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
 #elif defined(__AVX2__) || defined(__AVX512F__)
@@ -39,6 +41,30 @@ inline float hmax(const Vec& v) {
 }
 
 // The first n (< kWidth) floats of p, the other lanes zero; never touches p[n..].
+// kWidth IEEE halves -> floats, exactly. One instruction per vector with F16C natively; elsewhere (wasm has no
+// half conversion) a scalar conversion, which makes f16-held weights compute-bound there.
+inline Vec load_f16(const uint16_t* p) {
+#if !defined(__wasm_simd128__) && defined(__AVX512F__)
+    static_assert(kWidth == 16, "xsimd picks 16-float vectors with AVX-512");
+    return Vec(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+#elif !defined(__wasm_simd128__) && defined(__F16C__) && defined(__AVX__)
+    static_assert(kWidth == 8, "xsimd picks 8-float vectors with AVX");
+    return Vec(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+#elif defined(__wasm_simd128__)
+    // Bit arithmetic: the magnitude's bits moved into a float's place, scaled by 2^112 to rebias the exponent
+    // (exact for normal and subnormal halves; inf and NaN come out finite: weights are checked finite at load).
+    const v128_t h = wasm_u32x4_load16x4(p);
+    const v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
+    const v128_t magnitude = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x7fff)), 13);
+    const v128_t value = wasm_f32x4_mul(magnitude, wasm_f32x4_splat(5.192296858534828e33f));   // 2^112
+    return Vec(static_cast<__m128>(wasm_v128_or(value, sign)));
+#else
+    alignas(64) float lanes[kWidth];
+    for (int i = 0; i < kWidth; ++i) lanes[i] = kernels::detail::half_to_float(p[i]);
+    return Vec::load_aligned(lanes);
+#endif
+}
+
 inline Vec load_partial(const float* p, int n, float fill = 0.0f) {
     alignas(64) float lanes[kWidth];
     for (int i = 0; i < kWidth; ++i) lanes[i] = i < n ? p[i] : fill;
