@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
         // The same weights held as halves (f16 files keep them so natively with F16C; not what the models run yet).
         std::vector<uint16_t> W16(W.size());
         for (std::size_t i = 0; i < W16.size(); ++i) W16[i] = k::f32_to_f16(W[i]);
-        run("gemv_" + shape + "_f16", flops, [&] { k::variants::gemv_f16(M, N, W16.data(), x.data(), y.data()); },
+        run("gemv_" + shape + "_f16", flops, [&] { k::gemv_f16(M, N, W16.data(), x.data(), y.data()); },
             [&] { ref::gemv(M, N, W.data(), N, x.data(), y.data()); });
         run("gemv_t_" + shape + "_f32", flops, [&] { k::gemv_t(M, N, W.data(), N, x.data(), y.data()); },
             [&] { ref::gemv_t(M, N, W.data(), N, x.data(), y.data()); });

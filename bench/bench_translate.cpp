@@ -10,7 +10,7 @@
 //   RNN:          attention (scores, softmax, context), GRU cell, deep output, output projection (logits)
 //   Transformer:  step without the output projection (self + cross attention + FF, all layers), output projection
 // and "weight_read_ms": the time to merely read, once, every weight byte one decoder step reads (the matrices as
-// the engine holds them: f32, or Q8_0 blocks), summed as 64-bit words: the memory-traffic floor of a batch-1 step,
+// the engine holds them: f32, halves or Q8_0 blocks): the memory-traffic floor of a batch-1 step,
 // which no engine holding the same bytes can beat. Its ratio to per_token_ms says how close the step is to it.
 // The LAST line is one JSON object: {"model", "architecture", "sentences", "tokens", "steps", "encoder_ms",
 // "per_token_ms", "total_ms", "targets": [[ids]...], "profile": {phase: ms per step}}.
@@ -133,10 +133,12 @@ void profile_rnn(const models::RnnSeq2Seq& model, const std::vector<std::vector<
     }
 }
 
-// The bytes of a layer's weight matrix as the engine holds it (f32 or Q8_0 blocks).
+// The bytes of a layer's weight matrix as the engine holds it (f32, halves or Q8_0 blocks).
 std::pair<const char*, std::size_t> weight_bytes(const nn::Linear& layer) {
     if (layer.quantized())
         return {reinterpret_cast<const char*>(layer.weight_q8.data()), layer.weight_q8.size() * sizeof(kernels::BlockQ8_0)};
+    if (layer.half())
+        return {reinterpret_cast<const char*>(layer.weight_f16.data()), layer.weight_f16.size() * sizeof(uint16_t)};
     return {reinterpret_cast<const char*>(layer.weight.data()), layer.weight.size() * sizeof(float)};
 }
 

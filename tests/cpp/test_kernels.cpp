@@ -326,7 +326,7 @@ TEST_CASE("gemv_f16 matches gemv on the widened weights, any shape") {
             }
             std::vector<float> y(M, 1.0f), expected(M, 1.0f);
             for (bool accumulate : {false, true}) {
-                k::variants::gemv_f16(M, N, halves.data(), x.data(), y.data(), accumulate);
+                k::gemv_f16(M, N, halves.data(), x.data(), y.data(), accumulate);
                 ref::gemv(M, N, widened.data(), N, x.data(), expected.data(), accumulate);
                 check_close(y, expected, 1e-5f, 1e-5f, "gemv_f16");
             }

@@ -702,4 +702,18 @@ std::vector<kernels::BlockQ8_0> File::load_q8(const std::string& name, const std
     return blocks;
 }
 
+std::vector<uint16_t> File::load_f16(const std::string& name, const std::array<int64_t, 2>& expected_shape) const {
+    const TensorInfo& info = checked_tensor(name, expected_shape.data(), 2);
+    const std::size_t n = static_cast<std::size_t>(info.n_elements);
+    std::vector<uint16_t> halves(n);
+    if (info.type == TensorType::f16) {
+        for (std::size_t i = 0; i < n; ++i) halves[i] = uint16_t(info.data[2 * i] | (info.data[2 * i + 1] << 8));
+        return halves;
+    }
+    std::vector<float> values(n);
+    decode_f32(info, values.data());
+    for (std::size_t i = 0; i < n; ++i) halves[i] = kernels::f32_to_f16(values[i]);
+    return halves;
+}
+
 }  // namespace attnlab::gguf

@@ -127,6 +127,8 @@ public:
     }
     // [rows, cols] as Q8_0 blocks (cols/32 per row): Q8_0 copied, F32/F16 quantized (cols % 32 == 0).
     std::vector<kernels::BlockQ8_0> load_q8(const std::string& name, const std::array<int64_t, 2>& expected_shape) const;
+    // [rows, cols] as IEEE halves: F16 copied, F32 rounded (round to nearest even), Q8_0 dequantized and rounded.
+    std::vector<uint16_t> load_f16(const std::string& name, const std::array<int64_t, 2>& expected_shape) const;
     // Any shape, flattened: for callers that check the shape themselves.
     std::vector<float> load_f32_flat(const std::string& name) const;
 

@@ -392,7 +392,7 @@ void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool 
     }
 }
 
-void variants::gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate) {
+void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate) {
     detail::check_gemv("gemv_f16", M, N, N);
     const auto row_tail = [&](const uint16_t* w, int j, float sum) {
         for (; j < N; ++j) sum += detail::half_to_float(w[j]) * x[j];
@@ -416,6 +416,12 @@ void variants::gemv_f16(int M, int N, const uint16_t* W, const float* x, float* 
         const float sum = row_tail(W + (size_t)i * N, 0, 0.0f);
         y[i] = accumulate ? y[i] + sum : sum;
     }
+}
+
+void f16_to_f32_n(const uint16_t* h, std::size_t n, float* out) {
+    std::size_t i = 0;
+    for (; i + kWidth <= n; i += kWidth) simd::store(out + i, simd::load_f16(h + i));
+    for (; i < n; ++i) out[i] = detail::half_to_float(h[i]);
 }
 
 void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {

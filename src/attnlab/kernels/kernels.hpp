@@ -88,6 +88,21 @@ ATTNLAB_KERNEL_DECLARATIONS
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 
+// Whether F16 weights stay halves in memory (nn::Linear::weight_f16). Natively with F16C the conversion is one
+// instruction per vector, so a batch-1 step reads half the bytes (gemv_f16: 1.75x gemv over an RNN step's
+// matrices, docs/performance.md). Not in wasm: SIMD128 has no half conversion and the bit arithmetic makes
+// gemv_f16 ~5x slower than gemv there, so wasm widens F16 to f32 at load as before.
+#if defined(__F16C__) && !defined(__wasm_simd128__)
+constexpr bool kKeepF16Weights = true;
+#else
+constexpr bool kKeepF16Weights = false;
+#endif
+
+// y = W·x (+ y when accumulate) with W [M, N] held as halves; exact widening, float accumulation.
+void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate = false);
+// out[i] = the float value of half h[i], i < n (vectorized where the arch converts halves).
+void f16_to_f32_n(const uint16_t* h, std::size_t n, float* out);
+
 // Quantize n floats (n % 32 == 0) the way ggml does: scale = max|x| / 127, q = round(x / scale).
 void quantize_q8_0(const float* x, std::size_t n, BlockQ8_0* out);
 void dequantize_q8_0(const BlockQ8_0* blocks, std::size_t n, float* out);

@@ -52,7 +52,7 @@ inline Vec load_f16(const uint16_t* p) {
     return Vec(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 #elif defined(__wasm_simd128__)
     // Bit arithmetic: the magnitude's bits moved into a float's place, scaled by 2^112 to rebias the exponent
-    // (exact for normal and subnormal halves; inf and NaN come out finite: weights are checked finite at load).
+    // (exact for finite halves; inf and NaN come out finite, so this path suits finite weights only).
     const v128_t h = wasm_u32x4_load16x4(p);
     const v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
     const v128_t magnitude = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x7fff)), 13);

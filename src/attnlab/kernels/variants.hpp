@@ -22,9 +22,6 @@ void gemm_nt_packed(int M, int N, int K, const float* A, int lda, const float* B
 void gemv_q8_int8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate = false);
 void gemm_nt_q8_int8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc,
                      bool accumulate = false);
-// y = W·x with W [M, N] held as IEEE halves (not used by the models yet: they widen f16 files to f32 at load).
-// Natively with F16C it reads half the bytes of gemv for the same result; in wasm the conversion is scalar.
-void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate = false);
 #if defined(__wasm_simd128__)
 // The dot-form 4×4 tiles hand-written with <wasm_simd128.h> intrinsics.
 void gemm_nt_wasm128(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,

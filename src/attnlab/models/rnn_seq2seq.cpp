@@ -33,6 +33,8 @@ void embedding_row(const nn::Linear& table, int32_t id, float* out) {
     if (table.quantized()) {
         const int blocks_per_row = table.in / kernels::kQ8BlockSize;
         kernels::dequantize_q8_0(table.weight_q8.data() + static_cast<std::size_t>(id) * blocks_per_row, table.in, out);
+    } else if (table.half()) {
+        kernels::f16_to_f32_n(table.weight_f16.data() + static_cast<std::size_t>(id) * table.in, std::size_t(table.in), out);
     } else {
         const float* row = table.weight.data() + static_cast<std::size_t>(id) * table.in;
         std::copy(row, row + table.in, out);

@@ -1,6 +1,8 @@
 #include "attnlab/nn/linear.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
@@ -16,6 +18,9 @@ void validate(const Linear& layer, const std::string& what) {
             fail(what + ": Q8_0 weights need in % 32 == 0, in is " + std::to_string(layer.in));
         if (!(layer.weight_q8.size() == std::size_t(layer.out) * (layer.in / kernels::kQ8BlockSize)))
             fail(what + ": Q8_0 weight has " + std::to_string(layer.weight_q8.size()) + " blocks, expected out*in/32");
+    } else if (layer.half()) {
+        if (!(layer.weight_f16.size() == std::size_t(layer.out) * std::size_t(layer.in)))
+            fail(what + ": F16 weight has " + std::to_string(layer.weight_f16.size()) + " values, expected out*in");
     } else {
         if (!(layer.weight.dimension() == 2 && int(layer.weight.shape()[0]) == layer.out &&
               int(layer.weight.shape()[1]) == layer.in))
@@ -43,6 +48,21 @@ void linear(const Linear& layer, const float* x, int rows, float* y) {
                                 packed ? layer.weight_q8_scales.data() : nullptr);
         } else {
             kernels::gemm_nt_q8(rows, layer.out, layer.in, x, layer.in, layer.weight_q8.data(), y, layer.out);
+        }
+    } else if (layer.half()) {
+        if (rows == 1) {
+            kernels::gemv_f16(layer.out, layer.in, layer.weight_f16.data(), x, y);
+        } else {
+            // Several rows: widen a panel of weight rows at a time and run the f32 GEMM on it, so the conversion
+            // is paid once per panel, not once per input row.
+            constexpr int kPanelRows = 64;
+            std::vector<float> panel(std::size_t(kPanelRows) * layer.in);
+            for (int begin = 0; begin < layer.out; begin += kPanelRows) {
+                const int count = std::min(kPanelRows, layer.out - begin);
+                kernels::f16_to_f32_n(layer.weight_f16.data() + std::size_t(begin) * layer.in,
+                                      std::size_t(count) * layer.in, panel.data());
+                kernels::gemm_nt(rows, count, layer.in, x, layer.in, panel.data(), layer.in, y + begin, layer.out);
+            }
         }
     } else {
         if (rows == 1)
@@ -75,6 +95,9 @@ Linear slice_rows(const Linear& layer, int begin, int count) {
         part.weight_q8.assign(layer.weight_q8.begin() + std::size_t(begin) * blocks_per_row,
                               layer.weight_q8.begin() + std::size_t(begin + count) * blocks_per_row);
         part.weight_q8_scales = kernels::q8_scales_by4(part.weight_q8.data(), count, layer.in);
+    } else if (layer.half()) {
+        part.weight_f16.assign(layer.weight_f16.begin() + std::size_t(begin) * layer.in,
+                               layer.weight_f16.begin() + std::size_t(begin + count) * layer.in);
     } else {
         part.weight = Matrix::from_shape({std::size_t(count), std::size_t(layer.in)});
         std::memcpy(part.weight.data(), layer.weight.data() + std::size_t(begin) * layer.in,
@@ -93,8 +116,11 @@ Linear load_linear_tensors(const gguf::File& file, const std::string& weight_nam
     Linear layer;
     layer.in = in;
     layer.out = out;
-    if (file.tensor(weight_name).type == gguf::TensorType::q8_0)
+    const gguf::TensorType type = file.tensor(weight_name).type;
+    if (type == gguf::TensorType::q8_0)
         layer.weight_q8 = file.load_q8(weight_name, {out, in});  // stays quantized: gemv_q8_q8 / gemm_nt_q8
+    else if (type == gguf::TensorType::f16 && kernels::kKeepF16Weights)
+        layer.weight_f16 = file.load_f16(weight_name, {out, in});
     else
         layer.weight = file.load_f32<2>(weight_name, {out, in});
     if (!bias_name.empty() && file.has_tensor(bias_name)) layer.bias = file.load_f32<1>(bias_name, {out});

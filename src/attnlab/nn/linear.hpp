@@ -1,5 +1,7 @@
 #pragma once
-// nn.Linear: y = x · Wᵀ + b, with W in PyTorch layout [out, in], as f32 or as GGUF Q8_0 blocks.
+// nn.Linear: y = x · Wᵀ + b, with W in PyTorch layout [out, in], as f32, as IEEE halves (native builds with F16C,
+// kernels::kKeepF16Weights) or as GGUF Q8_0 blocks.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,7 +17,8 @@ namespace attnlab::nn {
 struct Linear {
     int in = 0;
     int out = 0;
-    Matrix weight;                                 // [out, in] f32; empty when weight_q8 holds the weights
+    Matrix weight;                                 // [out, in] f32; empty when weight_f16 or weight_q8 hold them
+    std::vector<uint16_t> weight_f16;              // [out, in] halves; used when non-empty
     std::vector<kernels::BlockQ8_0> weight_q8;     // [out, in/32] Q8_0 blocks; used when non-empty
     // weight_q8's block scales as floats, kernels::q8_scales_by4 (set by the loaders and slice_rows; 12% of
     // the Q8_0 bytes): spares the one-row kernel converting f16 scales on every call. Empty: converted per call.
@@ -24,6 +27,7 @@ struct Linear {
     Vector bias;                                   // [out], or empty for no bias
 
     bool quantized() const { return !weight_q8.empty(); }
+    bool half() const { return !weight_f16.empty(); }
     bool has_bias() const { return bias.size() != 0; }
 };
 
@@ -40,7 +44,7 @@ Linear slice_rows(const Linear& layer, int begin, int count);
 void validate(const Linear& layer, const std::string& what);
 
 // Reads "<prefix>.weight" [out, in] and, when with_bias, "<prefix>.bias" [out]. Q8_0 weights stay quantized,
-// F16 and F32 become f32. Throws attnlab::Error when a tensor is missing or has another shape.
+// F16 stays F16 where kernels::kKeepF16Weights (else becomes f32), F32 stays f32. Throws attnlab::Error when a tensor is missing or has another shape.
 Linear load_linear(const gguf::File& file, const std::string& prefix, int in, int out, bool with_bias = true);
 // Same, but the bias is loaded only when the file has "<prefix>.bias".
 Linear load_linear_optional_bias(const gguf::File& file, const std::string& prefix, int in, int out);
