@@ -48,10 +48,44 @@ TEST_CASE("linear: f32 weights match nn.Linear, gemm (3 rows) and gemv (1 row)")
     test::check_close(y.data(), expected.data(), expected.size(), 1e-5f, 0.0f, "Matrix overload");
 }
 
-TEST_CASE("linear: f16 weights are widened to f32") {
+TEST_CASE("linear: f16 weights stay halves where the build converts them natively, else become f32") {
     const nn::Linear layer = nn::load_linear(linear_fixture(), "f16", 10, 7);
     CHECK_FALSE(layer.quantized());
+    CHECK(layer.half() == kernels::kKeepF16Weights);
+    CHECK(layer.weight.size() == (kernels::kKeepF16Weights ? 0u : 70u));
     check_case(layer, "f16.x", "f16.y");
+}
+
+TEST_CASE("linear: half weights give the f32 layer's outputs on the widened weights, one row and several") {
+    // out > 64 spans several of the several-row path's widened panels, and one partial panel.
+    const int in = 33, out = 150;
+    nn::Linear half, widened;
+    half.in = widened.in = in;
+    half.out = widened.out = out;
+    half.weight_f16.resize(std::size_t(out) * in);
+    widened.weight = Matrix::from_shape({std::size_t(out), std::size_t(in)});
+    widened.bias = half.bias = Vector::from_shape({std::size_t(out)});
+    for (int i = 0; i < out * in; ++i) {
+        half.weight_f16[i] = kernels::f32_to_f16(std::sin(0.37f * i) * 0.8f);
+        widened.weight.data()[i] = kernels::f16_to_f32(half.weight_f16[i]);
+    }
+    for (int o = 0; o < out; ++o) half.bias[o] = widened.bias[o] = 0.01f * o;
+    nn::validate(half, "half");
+    for (int rows : {1, 2, 5}) {
+        CAPTURE(rows);
+        std::vector<float> x(std::size_t(rows) * in);
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.11f * float(i));
+        std::vector<float> y(std::size_t(rows) * out), expected(y.size());
+        nn::linear(half, x.data(), rows, y.data());
+        nn::linear(widened, x.data(), rows, expected.data());
+        test::check_close(y, expected, 1e-5f, 1e-5f, "half vs widened");
+    }
+    const nn::Linear part = nn::slice_rows(half, 70, 30);
+    REQUIRE(part.half());
+    CHECK(part.weight_f16.size() == std::size_t(30) * in);
+    CHECK(part.weight_f16[0] == half.weight_f16[std::size_t(70) * in]);
+    half.weight_f16.pop_back();
+    CHECK_THROWS_AS(nn::validate(half, "half"), Error);
 }
 
 TEST_CASE("linear: Q8_0 weights stay quantized and match the dequantized matmul") {
