@@ -7,7 +7,8 @@ models/extract_features.py.
 
 Rerunning the same command resumes from OUT/last.pt (model, optimizer, RNG, the epoch's batch order and position).
 Checkpoints are written atomically (tmp file + rename) every --save-minutes and at the end of every epoch;
-OUT/best.pt is the best dev BLEU-4 (greedy, on --dev-subset dev images, 5 references). Early stopping after
+OUT/best.pt is the best dev BLEU-4 (greedy, on --dev-subset dev images, 5 references); OUT/epoch-<n>.pt the last
+--keep-epochs epochs, for models/average_checkpoints.py. Early stopping after
 --patience epochs without improvement; the learning rate is multiplied by --lr-decay after each such epoch.
 The checkpoint holds {"config", "model", "meta", "state"}: models/export_caption.py and
 models/evaluate_caption.py read it.
@@ -136,6 +137,16 @@ def dev_bleu(model, data, subset, max_len):
     return flickr8k.bleu_1_to_4(hyps, flickr8k.references(imgs, data.captions))[3], hyps
 
 
+def keep_epoch(args, state, checkpoint):
+    """OUT/epoch-<n>.pt, deleting the one --keep-epochs older: the inputs of models/average_checkpoints.py."""
+    if args.keep_epochs <= 0:
+        return
+    checkpoint(os.path.join(args.out, f"epoch-{state['epoch']}.pt"))
+    old = os.path.join(args.out, f"epoch-{state['epoch'] - args.keep_epochs}.pt")
+    if os.path.exists(old):
+        os.remove(old)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -168,6 +179,8 @@ def main(argv=None):
     ap.add_argument("--dev-subset", type=int, default=0, help="dev images for BLEU (0 = all stored)")
     ap.add_argument("--limit-train", type=int, default=0, help="only the first N train images (smoke tests)")
     ap.add_argument("--allow-partial", action="store_true", help="train even if some grids are not extracted yet")
+    ap.add_argument("--keep-epochs", type=int, default=5,
+                    help="keep the last N epochs' models as OUT/epoch-<n>.pt (models/average_checkpoints.py)")
     ap.add_argument("--max-hours", type=float, default=0.0)
     ap.add_argument("--save-minutes", type=float, default=10.0)
     ap.add_argument("--threads", type=int, default=2)
@@ -264,6 +277,7 @@ def main(argv=None):
             for group in opt.param_groups:
                 group["lr"] *= args.lr_decay
         checkpoint(last_path)
+        keep_epoch(args, state, checkpoint)
         periodic_save.reset()
         log(f"epoch {state['epoch']} dev BLEU-4 {bleu4:.2f} (best {state['best_bleu']:.2f}, "
             f"{state['bad_epochs']} bad) e.g. {hyps[:2]}")
