@@ -89,9 +89,9 @@ float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 
 // Whether F16 weights stay halves in memory (nn::Linear::weight_f16). Natively with F16C the conversion is one
-// instruction per vector, so a batch-1 step reads half the bytes (gemv_f16: 1.75x gemv over an RNN step's
-// matrices, docs/performance.md). Not in wasm: SIMD128 has no half conversion and the bit arithmetic makes
-// gemv_f16 ~5x slower than gemv there, so wasm widens F16 to f32 at load as before.
+// instruction per vector, so a batch-1 step reads half the bytes (bench_kernels gemv_512x2048: 40.7 GFLOP/s with
+// halves, 15.2 with floats; docs/performance.md). Not in wasm: SIMD128 has no half conversion and the bit
+// arithmetic makes gemv_f16 ~5x slower than gemv there (2.7 against 15.3), so wasm widens F16 to f32 at load.
 #if defined(__F16C__) && !defined(__wasm_simd128__)
 constexpr bool kKeepF16Weights = true;
 #else
