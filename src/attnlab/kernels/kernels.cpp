@@ -369,53 +369,46 @@ void gemm_nt_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B
     }
 }
 
-void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
-    detail::check_gemv("gemv", M, N, ldw);
+// The 4-rows-at-a-time body shared by gemv and gemv_f16: Weight is float or an IEEE half, load_vector reads kWidth
+// of them as floats and to_float one. Rows left over (M % 4) go to `remaining_row`.
+template <typename Weight, typename LoadVector, typename ToFloat, typename RemainingRow>
+static void gemv_by4(int M, int N, const Weight* W, int ldw, const float* x, float* y, bool accumulate,
+                     LoadVector load_vector, ToFloat to_float, RemainingRow remaining_row) {
     int i = 0;
     for (; i + 4 <= M; i += 4) {
-        const float* w = W + (size_t)i * ldw;
+        const Weight* w = W + (size_t)i * ldw;
         Vec acc[4] = {simd::zero(), simd::zero(), simd::zero(), simd::zero()};
         int j = 0;
         for (; j + kWidth <= N; j += kWidth) {
             const Vec xv = simd::load(x + j);
-            for (int r = 0; r < 4; ++r) acc[r] = simd::fma(simd::load(w + (size_t)r * ldw + j), xv, acc[r]);
+            for (int r = 0; r < 4; ++r) acc[r] = simd::fma(load_vector(w + (size_t)r * ldw + j), xv, acc[r]);
         }
         for (int r = 0; r < 4; ++r) {
             float sum = simd::hsum(acc[r]);
-            for (int jj = j; jj < N; ++jj) sum += w[(size_t)r * ldw + jj] * x[jj];
+            for (int jj = j; jj < N; ++jj) sum += to_float(w[(size_t)r * ldw + jj]) * x[jj];
             y[i + r] = accumulate ? y[i + r] + sum : sum;
         }
     }
     for (; i < M; ++i) {
-        const float sum = dot(W + (size_t)i * ldw, x, N);
+        const float sum = remaining_row(W + (size_t)i * ldw);
         y[i] = accumulate ? y[i] + sum : sum;
     }
 }
 
+void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
+    detail::check_gemv("gemv", M, N, ldw);
+    gemv_by4(M, N, W, ldw, x, y, accumulate, [](const float* p) { return simd::load(p); },
+             [](float w) { return w; }, [&](const float* row) { return dot(row, x, N); });
+}
+
 void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate) {
     detail::check_gemv("gemv_f16", M, N, N);
-    const auto row_tail = [&](const uint16_t* w, int j, float sum) {
-        for (; j < N; ++j) sum += detail::half_to_float(w[j]) * x[j];
-        return sum;
-    };
-    int i = 0;
-    for (; i + 4 <= M; i += 4) {
-        const uint16_t* w = W + (size_t)i * N;
-        Vec acc[4] = {simd::zero(), simd::zero(), simd::zero(), simd::zero()};
-        int j = 0;
-        for (; j + kWidth <= N; j += kWidth) {
-            const Vec xv = simd::load(x + j);
-            for (int r = 0; r < 4; ++r) acc[r] = simd::fma(simd::load_f16(w + (size_t)r * N + j), xv, acc[r]);
-        }
-        for (int r = 0; r < 4; ++r) {
-            const float sum = row_tail(w + (size_t)r * N, j, simd::hsum(acc[r]));
-            y[i + r] = accumulate ? y[i + r] + sum : sum;
-        }
-    }
-    for (; i < M; ++i) {
-        const float sum = row_tail(W + (size_t)i * N, 0, 0.0f);
-        y[i] = accumulate ? y[i] + sum : sum;
-    }
+    gemv_by4(M, N, W, N, x, y, accumulate, [](const uint16_t* p) { return simd::load_f16(p); },
+             detail::half_to_float, [&](const uint16_t* row) {
+                 float sum = 0.0f;
+                 for (int j = 0; j < N; ++j) sum += detail::half_to_float(row[j]) * x[j];
+                 return sum;
+             });
 }
 
 void f16_to_f32_n(const uint16_t* h, std::size_t n, float* out) {
