@@ -35,20 +35,29 @@ from train_caption import Data, caption_split  # noqa: E402
 
 
 def load_gguf_decoder(path):
-    """-> (ShowAttendTell with the file's decoder weights, metadata dict)."""
+    """-> (the file's decoder, or the Ensemble of its decoders, with the file's weights; metadata dict)."""
+    from export_caption import member_prefixes
     meta, tensors = read_gguf_tensors(path)
     p = "attnlab.captioner."
     if meta.get("general.architecture") != "attnlab.captioner":
         raise SystemExit(f"{path} is not a captioner ({meta.get('general.architecture')})")
     grid = meta[p + "grid_height"] * meta[p + "grid_width"]
-    cfg = sat.Config(vocab=meta[p + "vocab_size"], feature_dim=meta[p + "feature_size"], grid=grid,
-                     emb=meta[p + "embedding_size"], hidden=meta[p + "hidden_size"],
-                     attn_dim=meta[p + "attention_size"], dropout=0.0,
-                     center_grid=meta.get(p + "annotations", "raw") == "centered",
-                     global_dim=meta[p + "feature_size"] if meta.get(p + "global_feature", "none") == "grid_mean" else 0)
-    model = sat.ShowAttendTell(cfg)
-    load_gguf_weights(model, tensors, path, ignore_unknown=True)   # the file also holds the image encoder
-    return model.eval(), meta
+    members = []
+    for member in range(meta.get(p + "ensemble_size", 1)):
+        own, prefix = member_prefixes(member)
+        mine = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)} if prefix else tensors
+        learned_init = "init_h.weight" not in mine   # left out by the export: frozen zeros
+        cfg = sat.Config(vocab=meta[p + "vocab_size"], feature_dim=meta[p + "feature_size"], grid=grid,
+                         emb=meta[own + "embedding_size"], hidden=meta[own + "hidden_size"],
+                         attn_dim=meta[own + "attention_size"], dropout=0.0, init_from_image=not learned_init,
+                         center_grid=meta.get(own + "annotations", "raw") == "centered",
+                         global_dim=meta[p + "feature_size"] if meta.get(own + "global_feature", "none") == "grid_mean" else 0)
+        model = sat.ShowAttendTell(cfg)
+        if learned_init:
+            mine = dict(mine, **{name: model.state_dict()[name].numpy() for name in ("init_h.weight", "init_c.weight")})
+        load_gguf_weights(model, mine, path, ignore_unknown=True)   # the file also holds the image encoder
+        members.append(model.eval())
+    return (members[0] if len(members) == 1 else sat.Ensemble(members).eval()), meta
 
 
 def evaluate_engine(args):
@@ -71,7 +80,7 @@ def evaluate_engine(args):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--checkpoint")
+    src.add_argument("--checkpoint", nargs="+", help="one checkpoint, or several: their ensemble")
     src.add_argument("--gguf")
     src.add_argument("--engine", metavar="GGUF", help="caption the split's JPEGs with the native CLI")
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "native", "attnlab"))
@@ -87,7 +96,7 @@ def main(argv=None):
 
     if args.engine:
         return evaluate_engine(args)
-    model = sat.load_checkpoint(args.checkpoint) if args.checkpoint else load_gguf_decoder(args.gguf)[0]
+    model = sat.load_checkpoints(args.checkpoint) if args.checkpoint else load_gguf_decoder(args.gguf)[0]
     data = Data.for_model(model, args.features, args.max_len)
     hyps, imgs = caption_split(model, data, args.split, args.subset, args.beam, args.max_len)
     if len(imgs) < len(flickr8k.load_split(args.split)) and not args.subset:

@@ -49,8 +49,14 @@ ARCH = "attnlab.captioner"
 ENCODER_PREFIX = "encoder."
 
 
-def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16", global_is_grid_mean=False):
-    """The decoder's keys and tensors (shared by the export and models/golden_caption.py's fixture).
+def member_prefixes(member):
+    """(metadata key prefix, tensor name prefix) of ensemble member `member` (0 keeps the single model's names)."""
+    return (ARCH + ".", "") if member == 0 else (f"{ARCH}.member{member}.", f"member{member}.")
+
+
+def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16", global_is_grid_mean=False, member=0):
+    """One decoder's keys and tensors (shared by the export and models/golden_caption.py's fixtures). Member 0 also
+    writes the keys every member shares; a later member only its own sizes and variants, under member_prefixes.
     global_is_grid_mean: the decoder's global feature is the mean of its own grid (a 7x7 model reading the last
     layer), which the engine computes; any other global feature needs a second encoder output it does not have."""
     if cfg.global_dim and not (global_is_grid_mean and cfg.global_dim == cfg.feature_dim):
@@ -58,43 +64,73 @@ def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16", global_is_g
                          "last-layer mean), which the C++ engine does not compute")
     if grid_h * grid_w != cfg.grid:
         raise ValueError(f"grid {grid_h}x{grid_w} does not match the config's G = {cfg.grid}")
-    p = ARCH + "."
-    w.add_uint32(p + "vocab_size", cfg.vocab)
-    w.add_uint32(p + "feature_size", cfg.feature_dim)
-    w.add_uint32(p + "grid_height", grid_h)
-    w.add_uint32(p + "grid_width", grid_w)
-    w.add_uint32(p + "embedding_size", cfg.emb)
-    w.add_uint32(p + "hidden_size", cfg.hidden)
-    w.add_uint32(p + "attention_size", cfg.attn_dim)
-    w.add_string(p + "score", "additive")
-    w.add_string(p + "gate", "scalar")
-    w.add_string(p + "deep_output", "linear")
-    w.add_string(p + "annotations", "centered" if cfg.center_grid else "raw")
-    w.add_string(p + "global_feature", "grid_mean" if cfg.global_dim else "none")
-    w.add_uint32(p + "max_length", max_len)
-    return add_state_dict(w, model.state_dict(), dtype)
+    shared, own = ARCH + ".", member_prefixes(member)[0]
+    first = member == 0   # (the keys keep the order of the single-model files, so the fixtures stay byte-identical)
+    if first:
+        w.add_uint32(shared + "vocab_size", cfg.vocab)
+        w.add_uint32(shared + "feature_size", cfg.feature_dim)
+        w.add_uint32(shared + "grid_height", grid_h)
+        w.add_uint32(shared + "grid_width", grid_w)
+    w.add_uint32(own + "embedding_size", cfg.emb)
+    w.add_uint32(own + "hidden_size", cfg.hidden)
+    w.add_uint32(own + "attention_size", cfg.attn_dim)
+    if first:
+        w.add_string(shared + "score", "additive")
+        w.add_string(shared + "gate", "scalar")
+        w.add_string(shared + "deep_output", "linear")
+    w.add_string(own + "annotations", "centered" if cfg.center_grid else "raw")
+    w.add_string(own + "global_feature", "grid_mean" if cfg.global_dim else "none")
+    if first:
+        w.add_uint32(shared + "max_length", max_len)
+    state = model.state_dict()
+    if not cfg.init_from_image:
+        # h_0, c_0 are learned constants: W_h0, W_c0 are frozen zeros (models/show_attend_tell.py), and leaving them
+        # out keeps a two-member f16 file under 25 MB. The engine then takes h_0 = tanh(b_h0), c_0 = tanh(b_c0).
+        for name in ("init_h.weight", "init_c.weight"):
+            if torch.count_nonzero(state[name]):
+                raise ValueError(f"{name} should be zero in a decoder with learned initial states")
+            del state[name]
+    return add_state_dict(w, {member_prefixes(member)[1] + k: v for k, v in state.items()}, dtype)
 
 
-def export(checkpoint, dtype, out, root=ROOT, with_encoder=True):
+def export(checkpoints, dtype, out, root=ROOT, with_encoder=True):
+    """checkpoints: one path, or several whose decoders form an ensemble (models/show_attend_tell.py's Ensemble)."""
     check_export_dtype(dtype)
-    ck = torch.load(checkpoint, map_location="cpu")
-    cfg = sat.Config(**ck["config"])
-    meta, state = ck["meta"], ck.get("state")
-    model = sat.ShowAttendTell(cfg)
-    model.load_state_dict(ck["model"])
+    if isinstance(checkpoints, str):
+        checkpoints = [checkpoints]
+    loaded = [torch.load(path, map_location="cpu") for path in checkpoints]
+    meta, state = loaded[0]["meta"], loaded[0].get("state")
+    models = []
+    for path, ck in zip(checkpoints, loaded):
+        model = sat.ShowAttendTell(sat.Config(**ck["config"]))
+        model.load_state_dict(ck["model"])
+        if (ck["meta"]["grid_h"], ck["meta"]["grid_w"], ck["meta"]["spm"]) != (meta["grid_h"], meta["grid_w"], meta["spm"]):
+            raise SystemExit(f"{path}: another grid or tokenizer than {checkpoints[0]}; cannot ensemble them")
+        models.append(model)
+    if len(models) > 1:
+        sat.Ensemble(models)   # raises when the members do not fit together
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     w = GGUFWriter(out, architecture=ARCH)
     add_model_identity(w, meta.get("name", "show-attend-tell-flickr8k"), "caption", target_language="en")
-    counts = add_decoder(w, model, cfg, meta["grid_h"], meta["grid_w"], int(meta.get("max_len", 30)), dtype,
-                         global_is_grid_mean=meta.get("feature_layer") == "last")
+    counts = {}
+    for member, model in enumerate(models):
+        for kind, n in add_decoder(w, model, model.cfg, meta["grid_h"], meta["grid_w"], int(meta.get("max_len", 30)),
+                                   dtype, global_is_grid_mean=meta.get("feature_layer") == "last",
+                                   member=member).items():
+            counts[kind] = counts.get(kind, 0) + n
     p = ARCH + "."
+    if len(models) > 1:
+        w.add_uint32(p + "ensemble_size", len(models))
     w.add_string(p + "feature_layer", meta.get("feature_layer", "last"))
     if with_encoder:
         from export_mobilenet import add_mobilenet
         import mobilenet_v2 as mnv2
         w.add_string(p + "encoder", "mobilenet_v2")
-        layer = {49: mnv2.FEATURE_LAYER_7, 196: mnv2.FEATURE_LAYER_14}[cfg.grid]
+        layer = {49: mnv2.FEATURE_LAYER_7, 196: mnv2.FEATURE_LAYER_14}[models[0].cfg.grid]
         add_mobilenet(w, prefix=ENCODER_PREFIX, dtype=dtype, feature_layer=layer)
+    # An ensemble's training time is its members' total; its dev score is not any member's, so none is written.
+    if len(loaded) > 1:
+        state = {"train_seconds": sum(ck.get("state", {}).get("train_seconds", 0.0) for ck in loaded)}
     add_training_metadata(w, state, score_key="attnlab.dev_bleu4")
     add_tokenizer(w, os.path.join(root, meta["spm"]), "target")
     w.write()
@@ -103,10 +139,12 @@ def export(checkpoint, dtype, out, root=ROOT, with_encoder=True):
 
 def main(argv=None):
     ap = export_parser(__doc__)
+    ap.add_argument("--member", action="append", default=[], metavar="CKPT",
+                    help="another checkpoint whose decoder joins --checkpoint's as an ensemble (repeatable)")
     ap.add_argument("--no-encoder", action="store_true", help="decoder + tokenizer only (engine: caption_from_features)")
     ap.add_argument("--root", default=ROOT)
     args = ap.parse_args(argv)
-    counts = export(args.checkpoint, args.dtype, args.out, args.root, with_encoder=not args.no_encoder)
+    counts = export([args.checkpoint] + args.member, args.dtype, args.out, args.root, with_encoder=not args.no_encoder)
     report_written(args.out, counts, "decoder tensors")
 
 

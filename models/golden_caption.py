@@ -17,7 +17,9 @@ Fixture contents (checked by tests/cpp/test_captioner.cpp):
     fixture.<n>.beam<K>_tokens  int32 array beam search result (K = 2, 3, 5; no BOS/EOS)
 
 tests/fixtures/caption/decoder_centered.gguf is the same with a decoder that attends over the centered grid and reads
-the grid's mean as its global feature (Config.center_grid, Config.global_dim = C).
+the grid's mean as its global feature (Config.center_grid, Config.global_dim = C); decoder_ensemble.gguf holds two
+decoders that decode as one (attnlab.captioner.ensemble_size 2, the second under "member1."; its greedy_logits are
+the log of the members' mean distribution, its weights and scores their means).
 
 Another file, tests/fixtures/caption/tiny_model.gguf, is a complete loadable model for the engine API
 (attnlab::Model) without the encoder: an untrained tiny decoder with the real vocabulary (4000), F16 weights, the
@@ -63,13 +65,29 @@ def with_global(feats, cfg):
     return (feats, feats.mean(1)) if cfg.global_dim else feats
 
 
-def make(out, centered_global=False):
-    """centered_global: the decoder attends over the centered grid and reads the grid's mean as a global feature."""
+def train_tiny(model, feats, tgt_in, tgt_out):
+    """Fits a tiny decoder for STEPS Adam steps to the random captions -> it, in eval mode."""
+    cfg = model.cfg
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    model.train()
+    for _ in range(STEPS):
+        loss, _, _ = model.loss(with_global(feats, cfg), tgt_in, tgt_out)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model.eval()
+
+
+def make(out, variant="raw"):
+    """variant "raw"; "centered": the decoder attends over the centered grid and reads the grid's mean as a global
+    feature; "ensemble": two members (hidden 24 with h_0, c_0 from the grid, hidden 20 with learned constants, whose
+    zero W_h0, W_c0 the export leaves out) decoding as one (show_attend_tell.Ensemble)."""
     torch.manual_seed(1234)
     torch.set_num_threads(1)
+    centered = variant == "centered"
     cfg = sat.Config(vocab=40, feature_dim=48, grid=GRID_H * GRID_W, emb=16, hidden=24, attn_dim=20, dropout=0.0,
-                     center_grid=centered_global, global_dim=48 if centered_global else 0)
-    model = sat.ShowAttendTell(cfg)
+                     center_grid=centered, global_dim=48 if centered else 0)
+    first = sat.ShowAttendTell(cfg)   # before the data, as the fixtures were first made: they stay byte-identical
     # Four random grids, each with a random caption; the 5th grid is never trained on.
     n_train = 4
     feats = torch.rand(n_train + 1, cfg.grid, cfg.feature_dim) * 3.0
@@ -80,20 +98,20 @@ def make(out, centered_global=False):
     for i, cap in enumerate(captions):
         tgt_in[i, :len(cap) + 1] = torch.tensor([sat.BOS_ID] + cap)
         tgt_out[i, :len(cap) + 1] = torch.tensor(cap + [sat.EOS_ID])
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    model.train()
-    for _ in range(STEPS):
-        loss, _, _ = model.loss(with_global(feats[:n_train], cfg), tgt_in, tgt_out)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    model.eval()
+    members = [train_tiny(first, feats[:n_train], tgt_in, tgt_out)]
+    if variant == "ensemble":
+        second = sat.Config(**dict(cfg.to_dict(), hidden=20, attn_dim=12, init_from_image=False))
+        members.append(train_tiny(sat.ShowAttendTell(second), feats[:n_train], tgt_in, tgt_out))
+    model = members[0] if len(members) == 1 else sat.Ensemble(members).eval()
 
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     w = GGUFWriter(out, architecture="attnlab.captioner")
     w.add_string("general.name", "captioner-decoder-fixture")
     w.add_string("attnlab.task", "caption")
-    add_decoder(w, model, cfg, GRID_H, GRID_W, MAX_LEN, dtype="f32", global_is_grid_mean=True)
+    for k, member in enumerate(members):
+        add_decoder(w, member, member.cfg, GRID_H, GRID_W, MAX_LEN, dtype="f32", global_is_grid_mean=True, member=k)
+    if len(members) > 1:
+        w.add_uint32("attnlab.captioner.ensemble_size", len(members))
     w.add_uint32("tokenizer.target.bos_token_id", sat.BOS_ID)
     w.add_uint32("tokenizer.target.eos_token_id", sat.EOS_ID)
     w.add_uint32("fixture.count", n_train + 1)
@@ -109,7 +127,7 @@ def make(out, centered_global=False):
         w.add_tensor(p + "greedy_logits", np32(logits))
         for k in (2, 3, 5):
             w.add_array(p + f"beam{k}_tokens", sat.beam_search(model, f, beam=k, max_len=MAX_LEN)[0], "int32")
-        print(n, "trained" if n < n_train else "unseen", "caption", captions[n] if n < n_train else "-",
+        print(variant, n, "trained" if n < n_train else "unseen", "caption", captions[n] if n < n_train else "-",
               "greedy", tokens, "beam3", sat.beam_search(model, f, beam=3, max_len=MAX_LEN)[0])
     w.write()
 
@@ -153,7 +171,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "caption", "decoder.gguf"))
     out = ap.parse_args().out
     make(out)
-    make(os.path.join(os.path.dirname(os.path.abspath(out)), "decoder_centered.gguf"), centered_global=True)
+    make(os.path.join(os.path.dirname(os.path.abspath(out)), "decoder_centered.gguf"), "centered")
+    make(os.path.join(os.path.dirname(os.path.abspath(out)), "decoder_ensemble.gguf"), "ensemble")
     make_model(os.path.join(os.path.dirname(os.path.abspath(out)), "tiny_model.gguf"))
 
 

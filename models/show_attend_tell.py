@@ -182,17 +182,20 @@ class ShowAttendTell(nn.Module):
             alphas.append(a)
         return torch.stack(logits, 1), torch.stack(alphas, 1)
 
-    def loss(self, features, tgt_in, tgt_out):
-        """-> (total loss, CE summed, tokens) for tgt_out [B, T] PAD-padded (y_1..y_T, EOS)."""
+    def loss(self, features, tgt_in, tgt_out, label_smoothing: float = 0.0):
+        """-> (total loss, CE summed, tokens) for tgt_out [B, T] PAD-padded (y_1..y_T, EOS). With label_smoothing
+        the total uses the smoothed cross-entropy; the CE returned (for perplexity) stays the plain one."""
         logits, alphas = self(features, tgt_in)
         mask = (tgt_out != PAD_ID).float()                                        # [B, T]
-        ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1),
-                             ignore_index=PAD_ID, reduction="sum")
+        flat_logits, flat_targets = logits.reshape(-1, logits.size(-1)), tgt_out.reshape(-1)
+        ce = F.cross_entropy(flat_logits, flat_targets, ignore_index=PAD_ID, reduction="sum")
+        trained_ce = ce if not label_smoothing else F.cross_entropy(
+            flat_logits, flat_targets, ignore_index=PAD_ID, reduction="sum", label_smoothing=label_smoothing)
         tokens = mask.sum()
         attention_total = (alphas * mask.unsqueeze(-1)).sum(1)                   # [B, G] sum over t
         per_cell = (1.0 - attention_total) ** 2                                   # [B, G]
         reg = per_cell.mean() if self.cfg.attention_reg == "mean" else per_cell.sum(1).mean()
-        loss = ce / tokens + self.cfg.alpha_c * reg
+        loss = trained_ce / tokens + self.cfg.alpha_c * reg
         if self.cfg.attention_entropy:
             entropy = -(alphas * torch.log(alphas.clamp_min(1e-12))).sum(-1) / math.log(alphas.size(-1))   # [B, T]
             loss = loss + self.cfg.attention_entropy * (entropy * mask).sum() / tokens
@@ -217,6 +220,58 @@ def load_checkpoint(path) -> ShowAttendTell:
     model = ShowAttendTell(Config(**ck["config"]))
     model.load_state_dict(ck["model"])
     return model.eval()
+
+
+class EnsembleEncoded:
+    """The members' Encoded side by side; s0 is their states concatenated (one tensor, so the beam can reorder it)."""
+
+    def __init__(self, parts: List[Encoded]):
+        self.parts = parts
+        self.s0 = torch.cat([e.s0 for e in parts], -1)
+        self.widths = [e.s0.size(-1) for e in parts]
+
+    def index_select(self, idx):
+        return EnsembleEncoded([e.index_select(idx) for e in self.parts])
+
+
+class Ensemble(nn.Module):
+    """Captioners over the same grid and vocabulary that decode as one: each step's next-word distribution is the
+    mean of the members' (returned as its log, which log_softmax leaves unchanged, so the searches take it as
+    logits), and the attention shown is the mean of the members' weights (scores likewise). Every member keeps its
+    own state; the ensemble's state is the members' states concatenated. The engine's CaptionDecoder does the same
+    for a file with attnlab.captioner.ensemble_size > 1 (models/export_caption.py)."""
+
+    def __init__(self, members: List[ShowAttendTell]):
+        super().__init__()
+        first = members[0].cfg
+        for m in members[1:]:
+            if (m.cfg.vocab, m.cfg.grid, m.cfg.feature_dim, m.cfg.global_dim) != \
+                    (first.vocab, first.grid, first.feature_dim, first.global_dim):
+                raise ValueError("ensemble members must share the vocabulary, the grid and the global feature")
+        self.members = nn.ModuleList(members)
+
+    @property
+    def cfg(self) -> Config:
+        return self.members[0].cfg
+
+    def encode(self, features, src_len=None) -> EnsembleEncoded:
+        return EnsembleEncoded([m.encode(features, src_len) for m in self.members])
+
+    def decode_step(self, prev_tokens, s_prev, enc: EnsembleEncoded):
+        probs, states, weights, scores = 0.0, [], 0.0, 0.0
+        n = len(self.members)
+        for member, part, s in zip(self.members, enc.parts, torch.split(s_prev, enc.widths, -1)):
+            logits, s_next, w, sc = member.decode_step(prev_tokens, s, part)
+            probs = probs + torch.softmax(logits, -1) / n
+            states.append(s_next)
+            weights, scores = weights + w / n, scores + sc / n
+        return torch.log(probs), torch.cat(states, -1), weights, scores
+
+
+def load_checkpoints(paths: List[str]):
+    """One checkpoint -> its decoder; several -> their Ensemble (in eval mode)."""
+    models = [load_checkpoint(p) for p in paths]
+    return models[0] if len(models) == 1 else Ensemble(models).eval()
 
 
 def grid_side(model: ShowAttendTell) -> int:

@@ -116,7 +116,7 @@ def bucketed_order(pairs, batch, batches_per_bucket=50):
     return [i for b in batches for i in b]
 
 
-def caption_split(model, data, split, subset=0, beam=1, max_len=30, batch=100):
+def caption_split(model, data, split, subset=0, beam=1, max_len=30, batch=100, length_penalty=1.0):
     """-> (hypothesis texts, image names) for the split's stored images."""
     imgs = data.images[split][:subset] if subset else data.images[split]
     hyps = []
@@ -125,7 +125,7 @@ def caption_split(model, data, split, subset=0, beam=1, max_len=30, batch=100):
         if beam == 1:
             ids = sat.greedy_decode(model, f, max_len)
         else:
-            ids = sat.beam_search(model, f, beam=beam, max_len=max_len)
+            ids = sat.beam_search(model, f, beam=beam, alpha=length_penalty, max_len=max_len)
         hyps.extend(data.sp.decode(x) for x in ids)
     return hyps, imgs
 
@@ -169,6 +169,8 @@ def main(argv=None):
                     help="attend over the annotations minus their mean (models/show_attend_tell.py)")
     ap.add_argument("--attention-entropy", type=float, default=0.0,
                     help="gamma of the penalty on the attention's normalized entropy (models/show_attend_tell.py)")
+    ap.add_argument("--label-smoothing", type=float, default=0.0,
+                    help="epsilon of the cross-entropy's label smoothing (training only; the model is unchanged)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--lr", type=float, default=4e-4)
     ap.add_argument("--lr-decay", type=float, default=0.8)
@@ -181,6 +183,9 @@ def main(argv=None):
     ap.add_argument("--allow-partial", action="store_true", help="train even if some grids are not extracted yet")
     ap.add_argument("--keep-epochs", type=int, default=5,
                     help="keep the last N epochs' models as OUT/epoch-<n>.pt (models/average_checkpoints.py)")
+    ap.add_argument("--init-from", metavar="CKPT",
+                    help="start from this checkpoint's weights (same configuration) with a fresh optimizer at --lr: "
+                         "a low-learning-rate phase after models/average_checkpoints.py")
     ap.add_argument("--max-hours", type=float, default=0.0)
     ap.add_argument("--save-minutes", type=float, default=10.0)
     ap.add_argument("--threads", type=int, default=2)
@@ -212,6 +217,12 @@ def main(argv=None):
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     state = {"epoch": 0, "position": 0, "order": None, "best_bleu": -1.0, "bad_epochs": 0, "train_seconds": 0.0,
              "history": []}
+    if args.init_from and not os.path.exists(last_path):
+        ck = torch.load(args.init_from, map_location="cpu")
+        if sat.Config(**ck["config"]).to_dict() != cfg.to_dict():
+            sys.exit(f"{args.init_from} has another configuration {ck['config']}")
+        model.load_state_dict(ck["model"])
+        log(f"weights from {args.init_from}; fresh optimizer at lr {args.lr}")
     if os.path.exists(last_path):
         ck = torch.load(last_path, map_location="cpu")
         if sat.Config(**ck["config"]).to_dict() != cfg.to_dict():
@@ -241,7 +252,7 @@ def main(argv=None):
         while state["position"] < n_batches:
             b = state["position"]
             feats, tgt_in, tgt_out = make_batch(data, [data.pairs[i] for i in order[b * args.batch:(b + 1) * args.batch]])
-            loss, ce, tokens = model.loss(feats, tgt_in, tgt_out)
+            loss, ce, tokens = model.loss(feats, tgt_in, tgt_out, args.label_smoothing)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)

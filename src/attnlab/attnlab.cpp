@@ -46,7 +46,7 @@ struct Model::Impl {
         } else if (architecture == "attnlab.captioner") {
             captioner = models::load_captioner(file);
             target_tokenizer = text::Tokenizer::from_gguf(file, "target");
-            check(target_tokenizer->vocab_size() == captioner->decoder.config.vocab,
+            check(target_tokenizer->vocab_size() == captioner->decoders.front().config.vocab,
                   "the tokenizer's vocabulary does not match the captioner's embedding table");
         } else {
             fail(architecture.empty() ? "this GGUF file has no general.architecture: not an attnlab model"
@@ -171,14 +171,14 @@ namespace {
 
 Caption caption_grid(const models::Captioner& captioner, const text::Tokenizer& tokenizer, const Matrix& grid,
                      const CaptionOptions& options) {
-    const decode::Hypothesis best = models::caption_from_features(captioner.decoder, grid, options.beam, options.max_length);
+    const decode::Hypothesis best = models::caption_from_features(captioner.decoders, grid, options.beam, options.max_length);
     Caption result;
     result.ids = best.tokens;
     result.text = tokenizer.decode(result.ids);
     result.tokens = tokenizer.pieces_of(result.ids);
     for (const auto& row : best.attention) result.attention.insert(result.attention.end(), row.begin(), row.end());
-    result.grid_height = captioner.decoder.config.grid_height;
-    result.grid_width = captioner.decoder.config.grid_width;
+    result.grid_height = captioner.decoders.front().config.grid_height;
+    result.grid_width = captioner.decoders.front().config.grid_width;
     result.log_probability = best.log_probability;
     return result;
 }
@@ -202,7 +202,7 @@ Caption Model::caption_features(const float* features, int grid_cells, int featu
                                 const CaptionOptions& options) const {
     const Impl& m = *impl_;
     check(m.captioner.has_value(), "this model (" + m.architecture + ") cannot caption images");
-    const models::CaptionerConfig& c = m.captioner->decoder.config;
+    const models::CaptionerConfig& c = m.captioner->decoders.front().config;
     check(features != nullptr && grid_cells == c.grid() && feature_size == c.feature_size,
           "the captioner expects " + std::to_string(c.grid()) + " × " + std::to_string(c.feature_size) +
               " features, got " + std::to_string(grid_cells) + " × " + std::to_string(feature_size));

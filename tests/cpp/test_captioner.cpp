@@ -1,11 +1,14 @@
 // The Show-Attend-Tell decoder against PyTorch (models/show_attend_tell.py): a tiny trained f32 decoder and its
 // greedy/beam outputs on fixed annotation grids (fixture: models/golden_caption.py ->
-// tests/fixtures/caption/decoder.gguf, and decoder_centered.gguf whose decoder attends over the centered grid and
-// reads its mean as a global feature). The encoder is not in the fixture: grids go in through
+// tests/fixtures/caption/decoder.gguf, decoder_centered.gguf whose decoder attends over the centered grid and
+// reads its mean as a global feature, and decoder_ensemble.gguf whose two decoders decode as one). The encoder is not in the fixture: grids go in through
 // caption_from_features / caption_prepare.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -29,8 +32,21 @@ const gguf::File& centered_fixture() {
     return file;
 }
 
-// Both decoder fixtures, for the tests that compare with PyTorch.
-const gguf::File& fixture_variant(bool centered) { return centered ? centered_fixture() : caption_fixture(); }
+const gguf::File& ensemble_fixture() {
+    static const gguf::File file = gguf::File::open(test::source_path("tests/fixtures/caption/decoder_ensemble.gguf"));
+    return file;
+}
+
+enum class Variant { raw, centered, ensemble };
+
+// The decoder fixtures, for the tests that compare with PyTorch.
+const gguf::File& fixture_variant(Variant variant) {
+    switch (variant) {
+        case Variant::centered: return centered_fixture();
+        case Variant::ensemble: return ensemble_fixture();
+        default: return caption_fixture();
+    }
+}
 
 Matrix fixture_grid(const gguf::File& file, int n, const models::CaptionerConfig& c) {
     return file.load_f32<2>("fixture." + std::to_string(n) + ".features", {c.grid(), c.feature_size});
@@ -53,17 +69,31 @@ TEST_CASE("captioner: the fixture decoder loads with the exported sizes") {
     CHECK(centered.config.center_grid);
     CHECK(centered.config.global_feature);
     CHECK(centered.decoder.input_size == 16 + 48 + 16);
+
+    const std::vector<models::CaptionDecoderWeights> single = models::load_caption_decoders(caption_fixture());
+    CHECK(single.size() == 1);
+    const std::vector<models::CaptionDecoderWeights> members = models::load_caption_decoders(ensemble_fixture());
+    REQUIRE(members.size() == 2);
+    CHECK(members[0].config.hidden == 24);
+    CHECK_FALSE(members[0].config.learned_initial_state);
+    CHECK(members[1].config.hidden == 20);
+    CHECK(members[1].config.attention_dim == 12);
+    CHECK(members[1].config.learned_initial_state);   // its zero W_h0, W_c0 are not in the file
+    CHECK_FALSE(ensemble_fixture().has_tensor("member1.init_h.weight"));
+    CHECK(members[1].config.grid() == members[0].config.grid());
 }
 
 TEST_CASE("captioner: every greedy step matches PyTorch (logits, attention scores and weights)") {
-    bool centered = false;   // the test case runs once per subcase
+    Variant variant = Variant::raw;   // the test case runs once per subcase
     SUBCASE("raw grid") {}
-    SUBCASE("centered grid and global feature") { centered = true; }
-    const gguf::File& file = fixture_variant(centered);
-    const models::CaptionDecoderWeights model = models::load_caption_decoder(file);
+    SUBCASE("centered grid and global feature") { variant = Variant::centered; }
+    SUBCASE("ensemble of two decoders") { variant = Variant::ensemble; }
+    const gguf::File& file = fixture_variant(variant);
+    const std::vector<models::CaptionDecoderWeights> members = models::load_caption_decoders(file);
+    const models::CaptionerConfig& config = members.front().config;
     const int count = static_cast<int>(file.get_u32("fixture.count"));
     REQUIRE(count >= 2);
-    const int G = model.config.grid(), V = model.config.vocab, H = model.config.hidden;
+    const int G = config.grid(), V = config.vocab;
     for (int n = 0; n < count; ++n) {
         CAPTURE(n);
         const std::string p = "fixture." + std::to_string(n) + ".";
@@ -75,26 +105,30 @@ TEST_CASE("captioner: every greedy step matches PyTorch (logits, attention score
         REQUIRE(logits.size() == tokens.size() * V);
 
         // Step by step, feeding PyTorch's tokens: each step's outputs are compared on their own.
-        const models::CaptionEncoded encoded = models::caption_prepare(model, fixture_grid(file, n, model.config));
-        std::vector<float> h(encoded.h0.begin(), encoded.h0.end()), c(encoded.c0.begin(), encoded.c0.end());
-        std::vector<float> h_next(H), c_next(H);
-        int32_t previous = model.bos;
+        const Matrix grid = fixture_grid(file, n, config);
+        std::vector<const models::CaptionDecoderWeights*> pointers;
+        std::vector<models::CaptionEncoded> encoded;
+        for (const models::CaptionDecoderWeights& member : members) {
+            pointers.push_back(&member);
+            encoded.push_back(models::caption_prepare(member, grid));
+        }
+        const models::CaptionDecoder decoder(pointers, std::move(encoded));
+        decode::StatePtr state = decoder.initial_state();
+        int32_t previous = decoder.bos();
         for (std::size_t t = 0; t < tokens.size(); ++t) {
             CAPTURE(t);
             decode::StepOutput out;
-            models::caption_step(model, encoded, previous, h.data(), c.data(), h_next.data(), c_next.data(), out);
+            state = decoder.step(*state, previous, out);
             test::check_close(out.logits.data(), logits.data() + t * V, V, 1e-5f, 1e-5f, "logits");
             test::check_close(out.weights.data(), weights.data() + t * G, G, 1e-5f, 0.0f, "weights");
             test::check_close(out.scores.data(), scores.data() + t * G, G, 1e-5f, 1e-5f, "scores");
-            h.swap(h_next);
-            c.swap(c_next);
             previous = tokens[t];
         }
 
         // The search returns the same tokens (EOS stripped) and one attention row per returned token.
-        const decode::Hypothesis greedy = models::caption_from_features(model, fixture_grid(file, n, model.config), 1);
+        const decode::Hypothesis greedy = models::caption_from_features(members, grid, 1);
         std::vector<int32_t> expected = tokens;
-        if (!expected.empty() && expected.back() == model.eos) expected.pop_back();
+        if (!expected.empty() && expected.back() == decoder.eos()) expected.pop_back();
         CHECK(greedy.tokens == expected);
         REQUIRE(greedy.attention.size() == expected.size());
         for (std::size_t t = 0; t < expected.size(); ++t)
@@ -102,23 +136,47 @@ TEST_CASE("captioner: every greedy step matches PyTorch (logits, attention score
     }
 }
 
-TEST_CASE("captioner: beam search gives PyTorch's tokens for beams 2, 3 and 5") {
-    bool centered = false;   // the test case runs once per subcase
-    SUBCASE("raw grid") {}
-    SUBCASE("centered grid and global feature") { centered = true; }
-    const gguf::File& file = fixture_variant(centered);
+TEST_CASE("captioner: one decoder's steps through caption_step equal the CaptionDecoder's") {
+    const gguf::File& file = caption_fixture();
     const models::CaptionDecoderWeights model = models::load_caption_decoder(file);
+    const int H = model.config.hidden;
+    const Matrix grid = fixture_grid(file, 0, model.config);
+    const models::CaptionEncoded encoded = models::caption_prepare(model, grid);
+    std::vector<float> h(encoded.h0.begin(), encoded.h0.end()), c(encoded.c0.begin(), encoded.c0.end());
+    std::vector<float> h_next(H), c_next(H);
+    const models::CaptionDecoder decoder({&model}, {models::caption_prepare(model, grid)});
+    decode::StatePtr state = decoder.initial_state();
+    int32_t previous = model.bos;
+    for (int t = 0; t < 4; ++t) {
+        decode::StepOutput direct, searched;
+        models::caption_step(model, encoded, previous, h.data(), c.data(), h_next.data(), c_next.data(), direct);
+        state = decoder.step(*state, previous, searched);
+        CHECK(direct.logits == searched.logits);
+        CHECK(direct.weights == searched.weights);
+        h.swap(h_next);
+        c.swap(c_next);
+        previous = static_cast<int32_t>(std::max_element(direct.logits.begin(), direct.logits.end()) - direct.logits.begin());
+    }
+}
+
+TEST_CASE("captioner: beam search gives PyTorch's tokens for beams 2, 3 and 5") {
+    Variant variant = Variant::raw;   // the test case runs once per subcase
+    SUBCASE("raw grid") {}
+    SUBCASE("centered grid and global feature") { variant = Variant::centered; }
+    SUBCASE("ensemble of two decoders") { variant = Variant::ensemble; }
+    const gguf::File& file = fixture_variant(variant);
+    const std::vector<models::CaptionDecoderWeights> members = models::load_caption_decoders(file);
     const int count = static_cast<int>(file.get_u32("fixture.count"));
     int differs_from_greedy = 0;
     for (int n = 0; n < count; ++n) {
-        const Matrix grid = fixture_grid(file, n, model.config);
-        const decode::Hypothesis greedy = models::caption_from_features(model, grid, 1);
+        const Matrix grid = fixture_grid(file, n, members.front().config);
+        const decode::Hypothesis greedy = models::caption_from_features(members, grid, 1);
         for (int beam : {2, 3, 5}) {
             CAPTURE(n);
             CAPTURE(beam);
             const std::vector<int32_t> expected =
                 file.get_i32_array("fixture." + std::to_string(n) + ".beam" + std::to_string(beam) + "_tokens");
-            const decode::Hypothesis best = models::caption_from_features(model, grid, beam);
+            const decode::Hypothesis best = models::caption_from_features(members, grid, beam);
             CHECK(best.tokens == expected);
             CHECK(best.attention.size() == best.tokens.size());
             if (best.tokens != greedy.tokens) ++differs_from_greedy;
@@ -149,6 +207,21 @@ TEST_CASE("captioner: bad grids, tokens and options are attnlab::Error") {
     CHECK_THROWS_AS(models::caption_from_features(model, fixture_grid(file, 0, c), 0), Error);
     CHECK_THROWS_AS(models::caption_from_features(model, fixture_grid(file, 0, c), 1, -1), Error);
     CHECK_THROWS_AS(models::caption_from_features(model, fixture_grid(file, 0, c), 1, 100000), Error);
+
+    // An ensemble whose member count is out of range, or whose member is missing, is refused.
+    std::ifstream in(test::source_path("tests/fixtures/caption/decoder_ensemble.gguf"), std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string key = "attnlab.captioner.ensemble_size";
+    const auto at = std::search(bytes.begin(), bytes.end(), key.begin(), key.end());
+    REQUIRE(at != bytes.end());
+    const std::size_t value = static_cast<std::size_t>(at - bytes.begin()) + key.size() + 4;   // after the u32 type
+    REQUIRE(bytes[value] == 2);
+    for (uint8_t count : {0, 3, 9}) {
+        CAPTURE(int(count));
+        std::vector<uint8_t> patched = bytes;
+        patched[value] = count;
+        CHECK_THROWS_AS(models::load_caption_decoders(gguf::File::from_bytes(patched)), Error);
+    }
 
     // A caption limit shorter than the caption cuts it.
     const decode::Hypothesis cut = models::caption_from_features(model, fixture_grid(file, 0, c), 1, 2);

@@ -40,6 +40,21 @@ class Decoder(unittest.TestCase):
         self.assertAlmostEqual(float(ce), expected_ce, places=4)
         self.assertAlmostEqual(float(loss), expected_ce / 6 + cfg.alpha_c * reg / 2, places=4)
 
+    def test_label_smoothing_changes_the_trained_loss_but_not_the_reported_cross_entropy(self):
+        model, cfg = tiny()
+        feats = torch.rand(2, cfg.grid, cfg.feature_dim)
+        tgt_in = torch.tensor([[2, 5, 6, 7], [2, 9, 0, 0]])
+        tgt_out = torch.tensor([[5, 6, 7, 3], [9, 3, 0, 0]])
+        plain_loss, plain_ce, _ = model.loss(feats, tgt_in, tgt_out)
+        loss, ce, tokens = model.loss(feats, tgt_in, tgt_out, label_smoothing=0.2)
+        logp = torch.log_softmax(model(feats, tgt_in)[0], -1)
+        smoothed = 0.0
+        for b, length in ((0, 4), (1, 2)):
+            for t in range(length):
+                smoothed -= 0.8 * float(logp[b, t, tgt_out[b, t]]) + 0.2 * float(logp[b, t].mean())
+        self.assertAlmostEqual(float(ce), float(plain_ce), places=5)
+        self.assertAlmostEqual(float(loss) - float(plain_loss), (smoothed - float(plain_ce)) / int(tokens), places=4)
+
     def test_teacher_forcing_equals_stepwise_decoding(self):
         model, cfg = tiny()
         feats = torch.rand(1, cfg.grid, cfg.feature_dim)
@@ -61,6 +76,27 @@ class Decoder(unittest.TestCase):
             self.assertEqual(greedy[b], [t for t in tokens if t != sat.EOS_ID])
             torch.testing.assert_close(weights.sum(-1), torch.ones(len(tokens)))
         self.assertEqual(sat.beam_search(model, feats, beam=1, max_len=8), greedy)
+
+    def test_ensemble_step_is_the_mean_distribution_and_mean_attention(self):
+        first, cfg = tiny()
+        torch.manual_seed(5)
+        second = sat.ShowAttendTell(sat.Config(**dict(cfg.to_dict(), hidden=9, init_from_image=False))).eval()
+        ensemble = sat.Ensemble([first, second]).eval()
+        feats = torch.rand(2, cfg.grid, cfg.feature_dim) * 3
+        enc, enc1, enc2 = ensemble.encode(feats), first.encode(feats), second.encode(feats)
+        s, s1, s2 = enc.s0, enc1.s0, enc2.s0
+        prev = torch.full((2,), sat.BOS_ID, dtype=torch.long)
+        for _ in range(3):
+            lg, s, w, sc = ensemble.decode_step(prev, s, enc)
+            lg1, s1, w1, sc1 = first.decode_step(prev, s1, enc1)
+            lg2, s2, w2, sc2 = second.decode_step(prev, s2, enc2)
+            mean = (torch.softmax(lg1, -1) + torch.softmax(lg2, -1)) / 2
+            torch.testing.assert_close(torch.softmax(lg, -1), mean)
+            torch.testing.assert_close(w, (w1 + w2) / 2)
+            torch.testing.assert_close(sc, (sc1 + sc2) / 2)
+            prev = lg.argmax(-1)
+        with self.assertRaises(ValueError):   # members must read the same grid
+            sat.Ensemble([first, sat.ShowAttendTell(sat.Config(**dict(cfg.to_dict(), grid=cfg.grid + 1)))])
 
     def test_learned_initial_state_ignores_the_image_and_stays_so_after_a_step(self):
         torch.manual_seed(0)

@@ -17,16 +17,20 @@ namespace {
 
 constexpr const char* kArchitecture = "attnlab.captioner";
 constexpr int kMaxCaptionLength = 200;
+constexpr int kMaxEnsembleSize = 8;
 
 struct CaptionState : decode::DecoderState {
-    Vector h, c;  // [H]
+    std::vector<Vector> h, c;  // per member [H]
 };
 
 }  // namespace
 
-CaptionDecoderWeights load_caption_decoder(const gguf::File& file) {
+CaptionDecoderWeights load_caption_decoder(const gguf::File& file, int member) {
     check_architecture(file, kArchitecture, "a captioner");
+    // Keys every member shares sit under p; a member's own sizes and variants under own, its tensors under t.
     const std::string p = std::string(kArchitecture) + ".";
+    const std::string own = member == 0 ? p : p + "member" + std::to_string(member) + ".";
+    const std::string t = member == 0 ? "" : "member" + std::to_string(member) + ".";
     CaptionDecoderWeights model;
     CaptionerConfig& c = model.config;
     c.vocab = metadata_size(file, p + "vocab_size");
@@ -34,40 +38,58 @@ CaptionDecoderWeights load_caption_decoder(const gguf::File& file) {
     c.grid_height = metadata_size(file, p + "grid_height");
     c.grid_width = metadata_size(file, p + "grid_width");
     check(c.grid_height <= 1024 && c.grid_width <= 1024, "the captioner's annotation grid is implausibly large");
-    c.embedding = metadata_size(file, p + "embedding_size");
-    c.hidden = metadata_size(file, p + "hidden_size");
-    c.attention_dim = metadata_size(file, p + "attention_size");
+    c.embedding = metadata_size(file, own + "embedding_size");
+    c.hidden = metadata_size(file, own + "hidden_size");
+    c.attention_dim = metadata_size(file, own + "attention_size");
     c.max_length = static_cast<int>(file.get_u32_or(p + "max_length", 30));
     check(c.max_length > 0 && c.max_length <= kMaxCaptionLength, "attnlab.captioner.max_length must be 1.." +
                                                                      std::to_string(kMaxCaptionLength));
     check(file.get_string_or(p + "score", "additive") == "additive" && file.get_string_or(p + "gate", "scalar") == "scalar" &&
               file.get_string_or(p + "deep_output", "linear") == "linear",
           "this captioner uses an attention, gate or deep output the engine does not implement");
-    const std::string annotations = file.get_string_or(p + "annotations", "raw");
-    const std::string global = file.get_string_or(p + "global_feature", "none");
+    const std::string annotations = file.get_string_or(own + "annotations", "raw");
+    const std::string global = file.get_string_or(own + "global_feature", "none");
     check(annotations == "raw" || annotations == "centered",
           "this captioner's annotations are '" + annotations + "', which the engine does not implement");
     check(global == "none" || global == "grid_mean",
           "this captioner's global feature is '" + global + "', which the engine does not implement");
     c.center_grid = annotations == "centered";
     c.global_feature = global == "grid_mean";
+    c.learned_initial_state = !file.has_tensor(t + "init_h.weight");
 
     const int C = c.feature_size, H = c.hidden, emb = c.embedding;
-    model.embedding = nn::load_linear_tensors(file, "embed.weight", "", emb, c.vocab);
-    model.embedding.bias = nn::load_vector(file, "out_bias", c.vocab);
-    model.init_h = nn::load_linear(file, "init_h", C, H);
-    model.init_c = nn::load_linear(file, "init_c", C, H);
-    model.attention = nn::load_attention(file, "attn", nn::Score::additive, H, C, c.attention_dim);
-    model.f_beta = nn::load_linear(file, "f_beta", H, 1);
-    if (c.global_feature) model.global_proj = nn::load_linear(file, "global_proj", C, emb);
-    model.decoder = nn::load_lstm_cell(file, "decoder", emb + C + (c.global_feature ? emb : 0), H);
-    model.L_h = nn::load_linear(file, "L_h", H, emb, /*with_bias=*/false);
-    model.L_z = nn::load_linear(file, "L_z", C, emb, /*with_bias=*/false);
+    model.embedding = nn::load_linear_tensors(file, t + "embed.weight", "", emb, c.vocab);
+    model.embedding.bias = nn::load_vector(file, t + "out_bias", c.vocab);
+    if (c.learned_initial_state) {
+        model.initial_h = nn::load_vector(file, t + "init_h.bias", H);
+        model.initial_c = nn::load_vector(file, t + "init_c.bias", H);
+        kernels::activate(model.initial_h.data(), model.initial_h.size(), kernels::Activation::tanh);
+        kernels::activate(model.initial_c.data(), model.initial_c.size(), kernels::Activation::tanh);
+    } else {
+        model.init_h = nn::load_linear(file, t + "init_h", C, H);
+        model.init_c = nn::load_linear(file, t + "init_c", C, H);
+    }
+    model.attention = nn::load_attention(file, t + "attn", nn::Score::additive, H, C, c.attention_dim);
+    model.f_beta = nn::load_linear(file, t + "f_beta", H, 1);
+    if (c.global_feature) model.global_proj = nn::load_linear(file, t + "global_proj", C, emb);
+    model.decoder = nn::load_lstm_cell(file, t + "decoder", emb + C + (c.global_feature ? emb : 0), H);
+    model.L_h = nn::load_linear(file, t + "L_h", H, emb, /*with_bias=*/false);
+    model.L_z = nn::load_linear(file, t + "L_z", C, emb, /*with_bias=*/false);
 
     model.bos = static_cast<int>(file.get_u32("tokenizer.target.bos_token_id"));
     model.eos = static_cast<int>(file.get_u32("tokenizer.target.eos_token_id"));
     check(model.bos < c.vocab && model.eos < c.vocab, "BOS/EOS ids are outside the captioner's vocabulary");
     return model;
+}
+
+std::vector<CaptionDecoderWeights> load_caption_decoders(const gguf::File& file) {
+    check_architecture(file, kArchitecture, "a captioner");
+    const uint32_t count = file.get_u32_or(std::string(kArchitecture) + ".ensemble_size", 1);
+    check(count >= 1 && count <= kMaxEnsembleSize,
+          "attnlab.captioner.ensemble_size must be 1.." + std::to_string(kMaxEnsembleSize));
+    std::vector<CaptionDecoderWeights> members;
+    for (uint32_t k = 0; k < count; ++k) members.push_back(load_caption_decoder(file, static_cast<int>(k)));
+    return members;
 }
 
 CaptionEncoded caption_prepare(const CaptionDecoderWeights& model, Matrix annotations) {
@@ -101,12 +123,17 @@ CaptionEncoded caption_prepare(const CaptionDecoderWeights& model, Matrix annota
             for (int j = 0; j < C; ++j) cells[std::size_t(i) * C + j] -= mean[j];
     }
     out.keys = nn::prepare_keys(model.attention, annotations);
-    out.h0 = Vector::from_shape({static_cast<std::size_t>(H)});
-    out.c0 = Vector::from_shape({static_cast<std::size_t>(H)});
-    nn::linear(model.init_h, mean.data(), 1, out.h0.data());
-    nn::linear(model.init_c, mean.data(), 1, out.c0.data());
-    kernels::activate(out.h0.data(), out.h0.size(), kernels::Activation::tanh);
-    kernels::activate(out.c0.data(), out.c0.size(), kernels::Activation::tanh);
+    if (c.learned_initial_state) {
+        out.h0 = model.initial_h;
+        out.c0 = model.initial_c;
+    } else {
+        out.h0 = Vector::from_shape({static_cast<std::size_t>(H)});
+        out.c0 = Vector::from_shape({static_cast<std::size_t>(H)});
+        nn::linear(model.init_h, mean.data(), 1, out.h0.data());
+        nn::linear(model.init_c, mean.data(), 1, out.c0.data());
+        kernels::activate(out.h0.data(), out.h0.size(), kernels::Activation::tanh);
+        kernels::activate(out.c0.data(), out.c0.size(), kernels::Activation::tanh);
+    }
     out.annotations = std::move(annotations);
     return out;
 }
@@ -144,20 +171,51 @@ void caption_step(const CaptionDecoderWeights& model, const CaptionEncoded& enco
     out.scores.assign(attention.scores.begin(), attention.scores.end());
 }
 
+CaptionDecoder::CaptionDecoder(std::vector<const CaptionDecoderWeights*> members, std::vector<CaptionEncoded> encoded)
+    : members_(std::move(members)), encoded_(std::move(encoded)) {
+    check(!members_.empty() && members_.size() == encoded_.size(), "CaptionDecoder: one encoded grid per member");
+}
+
 decode::StatePtr CaptionDecoder::initial_state() const {
     auto state = std::make_shared<CaptionState>();
-    state->h = encoded_.h0;
-    state->c = encoded_.c0;
+    for (const CaptionEncoded& encoded : encoded_) {
+        state->h.push_back(encoded.h0);
+        state->c.push_back(encoded.c0);
+    }
     return state;
 }
 
 decode::StatePtr CaptionDecoder::step(const decode::DecoderState& state, int32_t token, decode::StepOutput& out) const {
     const auto& previous = static_cast<const CaptionState&>(state);
     auto next = std::make_shared<CaptionState>();
-    const std::size_t H = static_cast<std::size_t>(model_.config.hidden);
-    next->h = Vector::from_shape({H});
-    next->c = Vector::from_shape({H});
-    caption_step(model_, encoded_, token, previous.h.data(), previous.c.data(), next->h.data(), next->c.data(), out);
+    const std::size_t n = members_.size();
+    decode::StepOutput member_out;
+    std::vector<float> mean_probability;   // [V]
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::size_t H = static_cast<std::size_t>(members_[k]->config.hidden);
+        next->h.push_back(Vector::from_shape({H}));
+        next->c.push_back(Vector::from_shape({H}));
+        caption_step(*members_[k], encoded_[k], token, previous.h[k].data(), previous.c[k].data(), next->h[k].data(),
+                     next->c[k].data(), n == 1 ? out : member_out);
+        if (n == 1) break;
+        const int V = static_cast<int>(member_out.logits.size());
+        kernels::softmax_rows(1, V, member_out.logits.data(), V);
+        if (k == 0) {
+            mean_probability.assign(member_out.logits.size(), 0.0f);
+            out.weights.assign(member_out.weights.size(), 0.0f);
+            out.scores.assign(member_out.scores.size(), 0.0f);
+        }
+        const float share = 1.0f / static_cast<float>(n);
+        for (std::size_t v = 0; v < mean_probability.size(); ++v) mean_probability[v] += share * member_out.logits[v];
+        for (std::size_t i = 0; i < out.weights.size(); ++i) {
+            out.weights[i] += share * member_out.weights[i];
+            out.scores[i] += share * member_out.scores[i];
+        }
+    }
+    if (n > 1) {
+        out.logits.resize(mean_probability.size());
+        for (std::size_t v = 0; v < mean_probability.size(); ++v) out.logits[v] = std::log(mean_probability[v]);
+    }
     return next;
 }
 
@@ -173,17 +231,35 @@ decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model,
     return options;
 }
 
+namespace {
+
+decode::Hypothesis search_members(std::vector<const CaptionDecoderWeights*> members, const Matrix& annotations,
+                                  int beam, int max_length) {
+    const decode::SearchOptions options = caption_search_options(*members.front(), beam, max_length);
+    std::vector<CaptionEncoded> encoded;
+    for (const CaptionDecoderWeights* member : members) encoded.push_back(caption_prepare(*member, annotations));
+    const CaptionDecoder decoder(std::move(members), std::move(encoded));
+    return decode::search(decoder, options);
+}
+
+}  // namespace
+
 decode::Hypothesis caption_from_features(const CaptionDecoderWeights& model, const Matrix& annotations, int beam,
                                          int max_length) {
-    const decode::SearchOptions options = caption_search_options(model, beam, max_length);
-    const CaptionEncoded encoded = caption_prepare(model, annotations);
-    const CaptionDecoder decoder(model, encoded);
-    return decode::search(decoder, options);
+    return search_members({&model}, annotations, beam, max_length);
+}
+
+decode::Hypothesis caption_from_features(const std::vector<CaptionDecoderWeights>& members, const Matrix& annotations,
+                                         int beam, int max_length) {
+    check(!members.empty(), "the captioner has no decoder");
+    std::vector<const CaptionDecoderWeights*> pointers;
+    for (const CaptionDecoderWeights& member : members) pointers.push_back(&member);
+    return search_members(std::move(pointers), annotations, beam, max_length);
 }
 
 Captioner load_captioner(const gguf::File& file) {
     Captioner out;
-    out.decoder = load_caption_decoder(file);
+    out.decoders = load_caption_decoders(file);
     out.has_encoder = file.has("attnlab.mobilenet.layer_count");
     if (!out.has_encoder) return out;
     const std::string encoder = file.get_string_or("attnlab.captioner.encoder", "mobilenet_v2");
@@ -198,7 +274,7 @@ Captioner load_captioner(const gguf::File& file) {
         const MobileNetLayer& layer = out.encoder.layers[i];
         side = kernels::conv_geometry(side, layer.kernel, layer.stride, layer.padding).out;
     }
-    const CaptionerConfig& c = out.decoder.config;
+    const CaptionerConfig& c = out.decoders.front().config;
     const int channels = out.encoder.layers[out.encoder.feature_layer].out_channels;
     check(side == c.grid_height && side == c.grid_width && channels == c.feature_size,
           "the encoder gives a " + std::to_string(side) + "×" + std::to_string(side) + "×" + std::to_string(channels) +

@@ -38,6 +38,7 @@ struct CaptionerConfig {
     int max_length = 30;     // default caption length limit (tokens, EOS excluded)
     bool center_grid = false;      // attend over a_i − ā: uniform attention then carries no information
     bool global_feature = false;   // feed g_e = relu(W_g ā + b_g) to the LSTM at every step
+    bool learned_initial_state = false;  // W_h0, W_c0 are zero (left out of the file): h_0 = tanh(b_h0), c_0 = tanh(b_c0)
 
     int grid() const { return grid_height * grid_width; }
 };
@@ -45,8 +46,9 @@ struct CaptionerConfig {
 struct CaptionDecoderWeights {
     CaptionerConfig config;
     nn::Linear embedding;          // E [V, emb] as a table; also L_o (tied), with bias b_o = out_bias [V]
-    nn::Linear init_h;             // [H, C]
+    nn::Linear init_h;             // [H, C]; unused with config.learned_initial_state
     nn::Linear init_c;             // [H, C]
+    Vector initial_h, initial_c;   // tanh(b_h0), tanh(b_c0) [H]; only with config.learned_initial_state
     nn::AttentionParams attention; // additive; query h [H], keys a_i [C]
     nn::Linear f_beta;             // [1, H] + bias [1]
     nn::Linear global_proj;        // [emb, C] + bias; only with config.global_feature
@@ -57,8 +59,13 @@ struct CaptionDecoderWeights {
 };
 
 // The decoder half of a file written by models/export_caption.py (or the fixture of models/golden_caption.py);
-// throws attnlab::Error on a file of another kind or shape.
-CaptionDecoderWeights load_caption_decoder(const gguf::File& file);
+// member > 0 reads that ensemble member's keys and tensors (prefix "member<k>."). Throws attnlab::Error on a file
+// of another kind or shape.
+CaptionDecoderWeights load_caption_decoder(const gguf::File& file, int member = 0);
+
+// Every decoder of the file: attnlab.captioner.ensemble_size members (1 when the key is absent), which decode as
+// one (CaptionDecoder). Throws when the count is out of range.
+std::vector<CaptionDecoderWeights> load_caption_decoders(const gguf::File& file);
 
 struct CaptionEncoded {
     Matrix annotations;          // a [G, C], centered when the model says so
@@ -76,31 +83,38 @@ CaptionEncoded caption_prepare(const CaptionDecoderWeights& model, Matrix annota
 void caption_step(const CaptionDecoderWeights& model, const CaptionEncoded& encoded, int32_t token, const float* h,
                   const float* c, float* h_out, float* c_out, decode::StepOutput& out);
 
-// Adapts the decoder and one image's grid to decode::search (source_length() = G).
+// Adapts the decoders (one model, or an ensemble's members) and one image's grid to decode::search
+// (source_length() = G). Each member keeps its own h, c. With several members a step's logits are
+// log(mean_k softmax(logits_k)), i.e. the mean of their next-word distributions, which search's log-softmax leaves
+// as is, and the attention weights and scores are the members' means (models/show_attend_tell.py's Ensemble).
 class CaptionDecoder : public decode::Decoder {
 public:
-    CaptionDecoder(const CaptionDecoderWeights& model, const CaptionEncoded& encoded) : model_(model), encoded_(encoded) {}
-    int bos() const override { return model_.bos; }
-    int eos() const override { return model_.eos; }
-    int source_length() const override { return model_.config.grid(); }
+    // members must outlive the decoder; encoded[k] is caption_prepare(*members[k], grid).
+    CaptionDecoder(std::vector<const CaptionDecoderWeights*> members, std::vector<CaptionEncoded> encoded);
+    int bos() const override { return members_.front()->bos; }
+    int eos() const override { return members_.front()->eos; }
+    int source_length() const override { return members_.front()->config.grid(); }
     decode::StatePtr initial_state() const override;
     decode::StatePtr step(const decode::DecoderState& state, int32_t token, decode::StepOutput& out) const override;
 
 private:
-    const CaptionDecoderWeights& model_;
-    const CaptionEncoded& encoded_;
+    std::vector<const CaptionDecoderWeights*> members_;
+    std::vector<CaptionEncoded> encoded_;
 };
 
 // Search options for a caption of at most max_length tokens (0: the model's default), whatever the grid size.
 decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model, int beam, int max_length);
 
-// annotations [G, C] -> the best hypothesis (tokens without BOS/EOS, attention [tokens][G]).
+// annotations [G, C] -> the best hypothesis (tokens without BOS/EOS, attention [tokens][G]) of one decoder, or of an
+// ensemble's members decoding together.
 decode::Hypothesis caption_from_features(const CaptionDecoderWeights& model, const Matrix& annotations, int beam = 1,
                                          int max_length = 0);
+decode::Hypothesis caption_from_features(const std::vector<CaptionDecoderWeights>& members, const Matrix& annotations,
+                                         int beam = 1, int max_length = 0);
 
 // The whole captioner of one file: the decoder and, when the file has attnlab.mobilenet.* keys, the encoder.
 struct Captioner {
-    CaptionDecoderWeights decoder;
+    std::vector<CaptionDecoderWeights> decoders;   // one, or an ensemble's members (all on the same grid)
     bool has_encoder = false;
     MobileNetV2 encoder;
 };
