@@ -76,7 +76,7 @@ def pytorch_steps(args):
     """-> (pieces, attention [T, 49], grid [49, 1280]) from the decoder in PyTorch on the stored grids."""
     from evaluate_caption import load_gguf_decoder
     from train_caption import Data
-    model = sat.load_checkpoint(args.checkpoint) if args.checkpoint else load_gguf_decoder(args.gguf)[0]
+    model = sat.load_checkpoints(args.checkpoint) if args.checkpoint else load_gguf_decoder(args.gguf)[0]
     side = sat.grid_side(model)
     data = Data.for_model(model, args.features, 30)
     cam_data = data if side == 7 else Data(7, args.features, 30, limit_train=1)
@@ -110,7 +110,7 @@ def engine_steps(args, mobilenet):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--checkpoint")
+    src.add_argument("--checkpoint", nargs="+", help="one checkpoint, or several: their ensemble")
     src.add_argument("--gguf")
     src.add_argument("--engine", metavar="GGUF")
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "native", "attnlab"))

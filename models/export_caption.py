@@ -7,6 +7,14 @@
 
 Decoder tensors keep their PyTorch state_dict names (models/show_attend_tell.py has the equations). Matrices are
 stored as --dtype (q8_0 falls back to f16 when the innermost dimension is not a multiple of 32); 1-D tensors are f32.
+A decoder with learned initial states (Config.init_from_image False) has zero, frozen init_h.weight / init_c.weight:
+they are left out, and h_0 = tanh(init_h.bias), c_0 = tanh(init_c.bias).
+
+Ensembles (--member CKPT, repeatable): the decoders of several checkpoints over the same grid and tokenizer decode
+as one (models/show_attend_tell.py's Ensemble: the mean of their next-word distributions, the mean of their
+attention). Member 0 is --checkpoint, written exactly as a single model; member k >= 1 has its tensors under
+"member<k>." and its own keys under attnlab.captioner.member<k>. (embedding_size, hidden_size, attention_size,
+annotations, global_feature); the other keys are shared, and attnlab.captioner.ensemble_size holds the count.
 
 Metadata keys:
     general.architecture                   "attnlab.captioner"
@@ -24,6 +32,7 @@ Metadata keys:
     attnlab.captioner.global_feature       "none", or "grid_mean": g = mean_i a_i (before centering) feeds
                                            relu(global_proj . g) [emb] to the LSTM at every step
     attnlab.captioner.max_length           default caption length limit, in tokens
+    attnlab.captioner.ensemble_size        number of decoders (absent: 1); see "Ensembles" above
     attnlab.captioner.encoder              "mobilenet_v2": tensors "encoder.layers.*", keys attnlab.mobilenet.*
                                            (models/export_mobilenet.py; its feature_layer gives the grid)
     attnlab.captioner.feature_layer        which encoder layer the grid comes from (e.g. "last")

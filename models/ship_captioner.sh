@@ -3,20 +3,25 @@
 # files and measures both: Flickr8k test BLEU-1..4 with beam 3 from PyTorch on the stored grids and from the engine
 # (CLI: JPEG decoding, resize, MobileNetV2 and decoder in C++), then where the attention goes when a caption
 # names a dog (attention_grounding.py through the engine, all 1000 test images).
-#   bash models/ship_captioner.sh NAME CHECKPOINT [FEATURES]   e.g. bash models/ship_captioner.sh captioner-flickr8k /work/ckpt/captioner-7e/shipped.pt
-# writes models/weights/NAME.{f16,q8_0}.gguf and the printed results to build/eval/NAME.txt.
-# Needs the native CLI (npm run build) and the grids of models/extract_features.py (FEATURES, default
-# /work/ckpt/features). Then list the files in models/manifest.json and run node scripts/make_manifest.mjs.
+#   bash models/ship_captioner.sh NAME CHECKPOINT [MEMBER...]
+#   e.g. bash models/ship_captioner.sh captioner-flickr8k /work/ckpt/captioner-7e/shipped.pt
+# MEMBER checkpoints join CHECKPOINT's decoder as an ensemble in the same file (export_caption.py --member).
+# Writes models/weights/NAME.{f16,q8_0}.gguf and the printed results to build/eval/NAME.txt.
+# Needs the native CLI (npm run build) and the grids of models/extract_features.py (FEATURES in the environment,
+# default /work/ckpt/features). Then list the files in models/manifest.json and run node scripts/make_manifest.mjs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 name=$1
 checkpoint=$2
-features=${3:-/work/ckpt/features}
+shift 2
+members=()
+for member in "$@"; do members+=(--member "$member"); done
+features=${FEATURES:-/work/ckpt/features}
 python=/usr/bin/python3
 mkdir -p build/eval
 log=build/eval/$name.txt
 for dtype in f16 q8_0; do
-  $python models/export_caption.py --checkpoint "$checkpoint" --dtype $dtype --out "models/weights/$name.$dtype.gguf"
+  $python models/export_caption.py --checkpoint "$checkpoint" "${members[@]}" --dtype $dtype --out "models/weights/$name.$dtype.gguf"
 done
 for dtype in f16 q8_0; do
   file=models/weights/$name.$dtype.gguf
