@@ -89,6 +89,8 @@ def main(argv=None):
     ap.add_argument("--subset", type=int, default=0)
     ap.add_argument("--beam", type=int, default=3)
     ap.add_argument("--max-len", type=int, default=30)
+    ap.add_argument("--length-penalty", type=float, default=1.0,
+                    help="beam ranking by sum log p / length^this (the engine uses 1; PyTorch rows only)")
     ap.add_argument("--out", help="write image<TAB>caption lines here")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
@@ -98,7 +100,8 @@ def main(argv=None):
         return evaluate_engine(args)
     model = sat.load_checkpoints(args.checkpoint) if args.checkpoint else load_gguf_decoder(args.gguf)[0]
     data = Data.for_model(model, args.features, args.max_len)
-    hyps, imgs = caption_split(model, data, args.split, args.subset, args.beam, args.max_len)
+    hyps, imgs = caption_split(model, data, args.split, args.subset, args.beam, args.max_len,
+                               length_penalty=args.length_penalty)
     if len(imgs) < len(flickr8k.load_split(args.split)) and not args.subset:
         print(f"warning: only {len(imgs)} {args.split} images have stored features", file=sys.stderr)
     scores = flickr8k.bleu_1_to_4(hyps, flickr8k.references(imgs, data.captions))
