@@ -23,12 +23,16 @@ def tiny():
     return sat.ShowAttendTell(cfg).eval(), cfg
 
 
+def two_captions(cfg):
+    """(grids [2, G, C], decoder inputs, targets) of a 4-token caption and a 2-token one (PAD-padded)."""
+    feats = torch.rand(2, cfg.grid, cfg.feature_dim)
+    return feats, torch.tensor([[2, 5, 6, 7], [2, 9, 0, 0]]), torch.tensor([[5, 6, 7, 3], [9, 3, 0, 0]])
+
+
 class Decoder(unittest.TestCase):
     def test_loss_is_cross_entropy_plus_doubly_stochastic_term(self):
         model, cfg = tiny()
-        feats = torch.rand(2, cfg.grid, cfg.feature_dim)
-        tgt_in = torch.tensor([[2, 5, 6, 7], [2, 9, 0, 0]])
-        tgt_out = torch.tensor([[5, 6, 7, 3], [9, 3, 0, 0]])
+        feats, tgt_in, tgt_out = two_captions(cfg)
         loss, ce, tokens = model.loss(feats, tgt_in, tgt_out)
         logits, alphas = model(feats, tgt_in)
         logp = torch.log_softmax(logits, -1)
@@ -42,9 +46,7 @@ class Decoder(unittest.TestCase):
 
     def test_label_smoothing_changes_the_trained_loss_but_not_the_reported_cross_entropy(self):
         model, cfg = tiny()
-        feats = torch.rand(2, cfg.grid, cfg.feature_dim)
-        tgt_in = torch.tensor([[2, 5, 6, 7], [2, 9, 0, 0]])
-        tgt_out = torch.tensor([[5, 6, 7, 3], [9, 3, 0, 0]])
+        feats, tgt_in, tgt_out = two_captions(cfg)
         plain_loss, plain_ce, _ = model.loss(feats, tgt_in, tgt_out)
         loss, ce, tokens = model.loss(feats, tgt_in, tgt_out, label_smoothing=0.2)
         logp = torch.log_softmax(model(feats, tgt_in)[0], -1)
