@@ -7,6 +7,8 @@
 
 Decoder tensors keep their PyTorch state_dict names (models/show_attend_tell.py has the equations). Matrices are
 stored as --dtype (q8_0 falls back to f16 when the innermost dimension is not a multiple of 32); 1-D tensors are f32.
+The encoder is stored as --encoder-dtype: by default i8, the TFLite model's own 8-bit weights (exactly the floats
+the training features came from, in half the bytes of f16); "same" follows --dtype.
 A decoder with learned initial states (Config.init_from_image False) has zero, frozen init_h.weight / init_c.weight:
 they are left out, and h_0 = tanh(init_h.bias), c_0 = tanh(init_c.bias).
 
@@ -102,9 +104,11 @@ def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16", global_is_g
     return add_state_dict(w, {member_prefixes(member)[1] + k: v for k, v in state.items()}, dtype)
 
 
-def export(checkpoints, dtype, out, root=ROOT, with_encoder=True):
-    """checkpoints: one path, or several whose decoders form an ensemble (models/show_attend_tell.py's Ensemble)."""
+def export(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype="i8"):
+    """checkpoints: one path, or several whose decoders form an ensemble (models/show_attend_tell.py's Ensemble).
+    encoder_dtype: "i8" (the TFLite integers), or f16 / q8_0 / f32 ("same": dtype)."""
     check_export_dtype(dtype)
+    encoder_dtype = dtype if encoder_dtype == "same" else encoder_dtype
     if isinstance(checkpoints, str):
         checkpoints = [checkpoints]
     loaded = [torch.load(path, map_location="cpu") for path in checkpoints]
@@ -136,7 +140,7 @@ def export(checkpoints, dtype, out, root=ROOT, with_encoder=True):
         import mobilenet_v2 as mnv2
         w.add_string(p + "encoder", "mobilenet_v2")
         layer = {49: mnv2.FEATURE_LAYER_7, 196: mnv2.FEATURE_LAYER_14}[models[0].cfg.grid]
-        add_mobilenet(w, prefix=ENCODER_PREFIX, dtype=dtype, feature_layer=layer)
+        add_mobilenet(w, prefix=ENCODER_PREFIX, dtype=encoder_dtype, feature_layer=layer)
     # An ensemble's training time is its members' total; its dev score is not any member's, so none is written.
     if len(loaded) > 1:
         state = {"train_seconds": sum(ck.get("state", {}).get("train_seconds", 0.0) for ck in loaded)}
@@ -151,9 +155,12 @@ def main(argv=None):
     ap.add_argument("--member", action="append", default=[], metavar="CKPT",
                     help="another checkpoint whose decoder joins --checkpoint's as an ensemble (repeatable)")
     ap.add_argument("--no-encoder", action="store_true", help="decoder + tokenizer only (engine: caption_from_features)")
+    ap.add_argument("--encoder-dtype", default="i8", choices=["i8", "same", "f16", "q8_0", "f32"],
+                    help="storage of the MobileNetV2 weights (default i8: the TFLite model's own integers)")
     ap.add_argument("--root", default=ROOT)
     args = ap.parse_args(argv)
-    counts = export([args.checkpoint] + args.member, args.dtype, args.out, args.root, with_encoder=not args.no_encoder)
+    counts = export([args.checkpoint] + args.member, args.dtype, args.out, args.root, with_encoder=not args.no_encoder,
+                    encoder_dtype=args.encoder_dtype)
     report_written(args.out, counts, "decoder tensors")
 
 

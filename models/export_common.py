@@ -89,7 +89,8 @@ def add_training_metadata(writer, state, score_key="attnlab.val_bleu"):
 
 def read_gguf_tensors(path):
     """-> ({key: value}, {name: float32 array in PyTorch (row-major) shape}); f16 and q8_0 are widened exactly as
-    the C++ engine reads them, so PyTorch can run the very weights the engine runs."""
+    the C++ engine reads them, so PyTorch can run the very weights the engine runs. i8 tensors come back as their
+    integer values."""
     _, kvs, infos, data_start, data = read_gguf(path)
     tensors = {}
     for name, type_name, dims, offset in infos:
@@ -100,6 +101,8 @@ def read_gguf_tensors(path):
             array = np.frombuffer(data, dtype="<f4", count=count, offset=start)
         elif type_name == "f16":
             array = np.frombuffer(data, dtype="<f2", count=count, offset=start).astype(np.float32)
+        elif type_name == "i8":   # plain integers; the caller applies any scale (export_mobilenet.load_from_gguf)
+            array = np.frombuffer(data, dtype="i1", count=count, offset=start)
         elif type_name == "q8_0":
             blocks = np.frombuffer(data, dtype=[("d", "<f2"), ("qs", "i1", (QK8_0,))], count=count // QK8_0,
                                    offset=start)

@@ -14,7 +14,10 @@ Tensors (row-major shapes; layer i of the flat list in models/mobilenet_v2.py):
     {prefix}layers.{i}.bias     [out] f32
     {prefix}classifier.weight   [1001, 1280], {prefix}classifier.bias [1001] f32   (only with classifier=True)
 dtype "f16": every weight f16. "q8_0": q8_0 where the innermost dimension is a multiple of 32, f16 otherwise;
-depthwise weights are always f16 (see add_mobilenet).
+depthwise weights are always f16 (see add_mobilenet). "i8": the TFLite model's own 8-bit weights, exactly: each
+layer's uint8 values minus 128 as i8, with their scale and zero point in the metadata below, so the engine
+dequantizes them to the very float32 weights models/mobilenet_v2.py runs (half the bytes of f16, no rounding);
+only for the unmodified TFLite model; the classifier is then f16.
 
 Metadata (arrays have one entry per layer):
     attnlab.mobilenet.tensor_prefix   string, the prefix above
@@ -30,6 +33,8 @@ Metadata (arrays have one entry per layer):
     attnlab.mobilenet.feature_layer   uint32, the layer whose output is the feature grid (51: 7x7x1280;
                                       39: 14x14x576)
     attnlab.mobilenet.preprocess      string, the preprocessing in words (see models/mobilenet_v2.py)
+    attnlab.mobilenet.weight_scale    float32[]  (i8 files only) layer i's weight is (w - weight_zero_point[i])
+    attnlab.mobilenet.weight_zero_point  int32[]   * weight_scale[i], computed in float64 and rounded to float32
     attnlab.mobilenet.has_classifier  bool
     attnlab.mobilenet.labels          string[1001]  (only with the classifier)
 """
@@ -37,11 +42,13 @@ import argparse
 import os
 import sys
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mobilenet_v2 as mnv2  # noqa: E402
 import tflite_mobilenet  # noqa: E402
 from export_common import read_gguf_tensors  # noqa: E402
-from gguf_writer import GGUFWriter  # noqa: E402
+from gguf_writer import GGUFWriter, read_gguf  # noqa: E402
 
 KEY = "attnlab.mobilenet."
 PREPROCESS = ("RGB (alpha dropped) -> 224x224 bilinear, half-pixel centers, clamped edges, no antialias, "
@@ -49,18 +56,23 @@ PREPROCESS = ("RGB (alpha dropped) -> 224x224 bilinear, half-pixel centers, clam
 
 
 def weight_dtype(array, dtype):
-    if dtype == "f16":
+    if dtype in ("f16", "i8"):   # (i8 covers the convolutions only; add_mobilenet stores them itself)
         return "f16"
     if dtype == "q8_0":
         return "q8_0" if array.shape[-1] % 32 == 0 else "f16"
     if dtype == "f32":
         return "f32"
-    raise ValueError(f"dtype must be f16, q8_0 or f32, got {dtype!r}")
+    raise ValueError(f"dtype must be f16, q8_0, f32 or i8, got {dtype!r}")
 
 
 def add_mobilenet(writer, model=None, prefix="encoder.", dtype="f16", classifier=False,
                   feature_layer=mnv2.FEATURE_LAYER_7):
     """Add the encoder's tensors and attnlab.mobilenet.* metadata to an open GGUFWriter. Returns the model."""
+    quantized = None
+    if dtype == "i8":
+        if model is not None:
+            raise ValueError("dtype i8 stores the TFLite model's own weights; a modified model needs f16 or q8_0")
+        quantized = [layer["quantized_weight"] for layer in tflite_mobilenet.read_mobilenet()[0]]
     if model is None:
         model = mnv2.load_mobilenet_v2()
     specs = [layer.spec() for layer in model.layers]
@@ -68,13 +80,19 @@ def add_mobilenet(writer, model=None, prefix="encoder.", dtype="f16", classifier
         raise ValueError(f"feature_layer {feature_layer} outside [0, {len(specs)})")
     for i, layer in enumerate(model.layers):
         w = layer.tflite_weight()
+        if quantized is not None:
+            q, scale, zero_point = quantized[i]
+            if not np.array_equal(tflite_mobilenet.dequantize(q, scale, zero_point), w):
+                raise ValueError(f"layer {i}: the TFLite integers do not give the model's weights")
+            w = q.astype(np.int16) - 128
         if layer.kind == "conv" and layer.kernel == 1:
             w = w.reshape(w.shape[0], w.shape[3])  # [out, 1, 1, in] -> [out, in]
         # Depthwise weights stay f16 even in q8_0 files: a Q8_0 block runs along channels whose folded batch-norm
         # scales differ by orders of magnitude, so one shared scale wipes out the small ones (chelsea's logits
         # moved by 7.0 with q8_0 depthwise, 0.26 with q8_0 1x1 convs); they are 0.5% of the weights anyway.
         layer_dtype = "f16" if layer.kind == "depthwise" and dtype == "q8_0" else dtype
-        writer.add_tensor(f"{prefix}layers.{i}.weight", w, dtype=weight_dtype(w, layer_dtype))
+        writer.add_tensor(f"{prefix}layers.{i}.weight", w,
+                          dtype="i8" if quantized is not None else weight_dtype(w, layer_dtype))
         writer.add_tensor(f"{prefix}layers.{i}.bias", layer.conv.bias.detach().cpu().numpy(), dtype="f32")
     writer.add_string(KEY + "tensor_prefix", prefix)
     writer.add_uint32(KEY + "layer_count", len(specs))
@@ -86,6 +104,9 @@ def add_mobilenet(writer, model=None, prefix="encoder.", dtype="f16", classifier
     writer.add_uint32(KEY + "input_size", mnv2.INPUT_SIZE)
     writer.add_uint32(KEY + "feature_layer", feature_layer)
     writer.add_string(KEY + "preprocess", PREPROCESS)
+    if quantized is not None:
+        writer.add_array(KEY + "weight_scale", [float(scale) for _, scale, _ in quantized], "float32")
+        writer.add_array(KEY + "weight_zero_point", [zero_point - 128 for _, _, zero_point in quantized], "int32")
     writer.add_bool(KEY + "has_classifier", bool(classifier))
     if classifier:
         w = model.classifier.weight.detach().cpu().numpy()
@@ -106,8 +127,9 @@ def export(path, dtype="f16", classifier=True, prefix="encoder.", model=None):
 
 
 def load_from_gguf(path):
-    """A MobileNetV2 whose weights are exactly what the GGUF file holds (f16 / q8_0 dequantized)."""
+    """A MobileNetV2 whose weights are exactly what the GGUF file holds (f16 / q8_0 / i8 dequantized)."""
     meta, tensors = read_gguf_tensors(path)
+    types = {name: type_name for name, type_name, _, _ in read_gguf(path)[2]}
     prefix = meta[KEY + "tensor_prefix"]
     n = meta[KEY + "layer_count"]
     specs = []
@@ -115,6 +137,8 @@ def load_from_gguf(path):
         spec = {name: meta[KEY + name][i] for name in ("kind", "kernel", "stride", "padding", "activation",
                                                         "residual", "in_channels", "out_channels")}
         w = tensors[f"{prefix}layers.{i}.weight"]
+        if types[f"{prefix}layers.{i}.weight"] == "i8":
+            w = tflite_mobilenet.dequantize(w, meta[KEY + "weight_scale"][i], meta[KEY + "weight_zero_point"][i])
         if spec["kind"] == "conv" and w.ndim == 2:
             w = w.reshape(w.shape[0], 1, 1, w.shape[1])
         spec["weight"], spec["bias"] = w, tensors[f"{prefix}layers.{i}.bias"]
@@ -129,7 +153,7 @@ def load_from_gguf(path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dtype", default="f16", choices=["f16", "q8_0", "f32"])
+    parser.add_argument("--dtype", default="f16", choices=["f16", "q8_0", "f32", "i8"])
     parser.add_argument("--out", required=True)
     parser.add_argument("--prefix", default="encoder.")
     parser.add_argument("--no-classifier", action="store_true")

@@ -40,8 +40,9 @@ INTEGER_RANGES = {
     "uint32": (0, 2**32 - 1), "int32": (-2**31, 2**31 - 1), "uint64": (0, 2**64 - 1), "int64": (-2**63, 2**63 - 1),
 }
 
-# ggml_type ids attnlab reads
-TENSOR_TYPES = {"f32": 0, "f16": 1, "q8_0": 8}
+# ggml_type ids attnlab reads (i8: plain 8-bit integers; the MobileNetV2 encoder keeps its TFLite quantized weights
+# in them, with a per-tensor scale and zero point in its metadata: models/export_mobilenet.py)
+TENSOR_TYPES = {"f32": 0, "f16": 1, "q8_0": 8, "i8": 24}
 TENSOR_TYPE_NAMES = {v: k for k, v in TENSOR_TYPES.items()}
 
 
@@ -186,6 +187,12 @@ class GGUFWriter:
             raise ValueError(f"tensor '{name}' is empty (shape {array.shape})")
         if not np.all(np.isfinite(array)):
             raise ValueError(f"tensor '{name}' holds NaN or infinity")
+        if dtype == "i8":
+            if not np.array_equal(array, np.round(array)) or array.min() < -128 or array.max() > 127:
+                raise ValueError(f"tensor '{name}': i8 holds integers in -128..127")
+            data = np.ascontiguousarray(array, dtype=np.int8).tobytes()
+            self._tensors[name] = (TENSOR_TYPES[dtype], tuple(reversed(array.shape)), data)
+            return
         array = np.ascontiguousarray(array, dtype=np.float32)
         if dtype == "f32":
             data = array.astype("<f4").tobytes()

@@ -5,13 +5,15 @@
 
 Writes to $ATTNLAB_GOLDEN_DIR/mobilenet (default build/golden/mobilenet; derived from ../shared/data, so never
 committed):
-    mobilenet_v2.f16.gguf, mobilenet_v2.q8_0.gguf   the encoder + classifier (models/export_mobilenet.py)
+    mobilenet_v2.{f16,q8_0,i8}.gguf   the encoder + classifier (models/export_mobilenet.py; i8: the TFLite
+                                      integers, so its convolutions are exactly the model features were trained on)
     golden.gguf   per image k (metadata golden.names[k]):
         image.k      [H, W, 4]       the RGBA pixels as f32 values 0..255 (what the engine receives)
         input.k      [224, 224, 3]   models/mobilenet_v2.preprocess
         features.k   [49, 1280]      layer 51 of the PyTorch model loaded from the f16 GGUF (same weights as C++)
         features14.k [196, 576]      layer 39
         logits.k     [1001]
+        features_i8.k, logits_i8.k   the same from the i8 GGUF
 Images: license-clean only, never Flickr8k: Debian python3-skimage's chelsea (a cat, 451x300), coffee
 (600x400), astronaut (512x512), and synthetic ones (224x224 shapes with a varying alpha channel, which must be
 ignored; a tiny 37x23 gradient that exercises upsampling).
@@ -69,7 +71,10 @@ def main():
     source = mnv2.load_mobilenet_v2()
     export_mobilenet.export(f16_path, dtype="f16", model=source)
     export_mobilenet.export(os.path.join(OUT_DIR, "mobilenet_v2.q8_0.gguf"), dtype="q8_0", model=source)
+    i8_path = os.path.join(OUT_DIR, "mobilenet_v2.i8.gguf")
+    export_mobilenet.export(i8_path, dtype="i8")
     model = export_mobilenet.load_from_gguf(f16_path)
+    model_i8 = export_mobilenet.load_from_gguf(i8_path)
 
     writer = GGUFWriter(os.path.join(OUT_DIR, "golden.gguf"), architecture="attnlab.golden")
     names = []
@@ -85,6 +90,10 @@ def main():
         writer.add_tensor(f"features.{k}", grid(f7))
         writer.add_tensor(f"features14.{k}", grid(f14))
         writer.add_tensor(f"logits.{k}", logits.numpy())
+        with torch.no_grad():
+            f7_i8 = model_i8.features(mnv2.to_tensor([x]))
+            writer.add_tensor(f"features_i8.{k}", grid(f7_i8))
+            writer.add_tensor(f"logits_i8.{k}", model_i8.classifier(f7_i8.mean(dim=(2, 3)))[0].numpy())
         names.append(name)
         print(f"{name}: {image.shape[1]}x{image.shape[0]} top-1 {int(logits.argmax())}")
     writer.add_array("golden.names", names, "string")

@@ -65,6 +65,11 @@ def _activation_name(code):
     return names[code]
 
 
+def dequantize(q, scale, zero_point):
+    """(q - zero_point) * scale in float64, rounded to float32 once (the C++ engine's i8 weights do the same)."""
+    return ((q.astype(np.float64) - float(zero_point)) * float(scale)).astype(np.float32)
+
+
 class _Graph:
     def __init__(self, path):
         ensure_schema()
@@ -86,6 +91,11 @@ class _Graph:
 
     def constant(self, index):
         """A constant tensor dequantized to float32: (q - zero_point) * scale, one scale per tensor."""
+        q, scale, zero = self.quantized(index)
+        return dequantize(q, scale, zero)
+
+    def quantized(self, index):
+        """A constant tensor as stored: (integers, scale as float32, zero point)."""
         t = self.tensor(index)
         data = self.model.Buffers(t.Buffer()).DataAsNumpy()
         if isinstance(data, int) or data.size == 0:
@@ -97,7 +107,7 @@ class _Graph:
         scales, zeros = quant.ScaleAsNumpy(), quant.ZeroPointAsNumpy()
         if np.size(scales) != 1 or np.size(zeros) != 1:
             raise ValueError(f"tensor {index}: expected per-tensor quantization")
-        return ((q.astype(np.float64) - float(zeros[0])) * float(scales[0])).astype(np.float32)
+        return q, np.float32(scales[0]), int(zeros[0])
 
     def input_quantization(self):
         t = self.tensor(int(self.graph.Inputs(0)))
@@ -126,6 +136,7 @@ def read_mobilenet(path=TFLITE_PATH):
         kind "conv" | "depthwise", kernel (3 or 1), stride, padding "same" | "valid", activation "relu6" | "none",
         residual: -1, or the index of the earlier layer whose INPUT is added to this layer's output,
         weight: float32 in TFLite layout, conv [out, kh, kw, in], depthwise [kh, kw, channels],
+        quantized_weight: (uint8 in the same layout, scale, zero_point) that `weight` was dequantized from,
         bias: float32 [out], in_channels, out_channels, input_hw / output_hw (for checks).
     classifier: dict weight [1001, 1280], bias [1001] (global average pool first).
     """
@@ -159,10 +170,11 @@ def read_mobilenet(path=TFLITE_PATH):
                 raise ValueError("dilated or anisotropic convolutions are not supported")
             if depthwise and o.DepthMultiplier() != 1:
                 raise ValueError("depth multiplier != 1 is not supported")
-            weight = g.constant(w)
+            quantized, scale, zero_point = g.quantized(w)
             in_shape, out_shape = g.shape(x), g.shape(outputs[0])
             if depthwise:
-                weight = weight[0]  # [1, kh, kw, C] -> [kh, kw, C]
+                quantized = quantized[0]  # [1, kh, kw, C] -> [kh, kw, C]
+            weight = dequantize(quantized, scale, zero_point)
             index = len(layers)
             layers.append({
                 "kind": "depthwise" if depthwise else "conv",
@@ -172,6 +184,7 @@ def read_mobilenet(path=TFLITE_PATH):
                 "activation": _activation_name(o.FusedActivationFunction()),
                 "residual": -1,
                 "weight": weight,
+                "quantized_weight": (quantized, scale, zero_point),
                 "bias": g.constant(b),
                 "in_channels": int(in_shape[3]),
                 "out_channels": int(out_shape[3]),

@@ -414,7 +414,7 @@ TEST_CASE("gguf: corrupt tensor infos are rejected") {
     CHECK_PARSE_FAILS(bytes, "too many elements");
     bytes = good;
     put_u32(bytes, f32_info.type, 2);
-    CHECK_PARSE_FAILS(bytes, "tensor 't.f32' has ggml type 2 (q4_0); attnlab reads only f32, f16 and q8_0");
+    CHECK_PARSE_FAILS(bytes, "tensor 't.f32' has ggml type 2 (q4_0); attnlab reads only f32, f16, q8_0 and i8");
     bytes = good;
     put_u32(bytes, f32_info.type, 1000);
     CHECK_PARSE_FAILS(bytes, "ggml type 1000 (unknown)");
@@ -438,6 +438,30 @@ TEST_CASE("gguf: corrupt tensor infos are rejected") {
     bytes = good;
     put_u64(bytes, f32_info.n_dims - 5 - 8, 65);  // tensor name longer than 64 bytes
     CHECK_PARSE_FAILS(bytes, "tensor #0 name is 65 bytes long, the limit is 64");
+}
+
+TEST_CASE("gguf: i8 tensors are read only with a scale (load_i8_affine), never as plain weights") {
+    // Retyping tiny.gguf's f32 tensor as i8 keeps the file valid (one byte per element fits in its slot), and
+    // its first bytes become the integers.
+    auto bytes = read_bytes(fixture("tiny.gguf"));
+    const InfoFields info = info_fields(bytes, "t.f32");
+    put_u32(bytes, info.type, 24);
+    const File file = File::from_bytes(bytes);
+    const auto& tensor = file.tensor("t.f32");
+    REQUIRE(tensor.type == TensorType::i8);
+    CHECK(std::string(attnlab::gguf::type_name(tensor.type)) == "i8");
+    CHECK(tensor.n_bytes == uint64_t(tensor.n_elements));
+
+    const std::vector<float> values = file.load_i8_affine("t.f32", {2, 3}, 0.25, -3.0);
+    REQUIRE(values.size() == std::size_t(tensor.n_elements));
+    for (std::size_t i = 0; i < values.size(); ++i)
+        CHECK(values[i] == float((double(int8_t(tensor.data[i])) + 3.0) * 0.25));
+    CHECK_THROWS_WITH_AS(file.load_f32_flat("t.f32"), doctest::Contains("'t.f32' is i8"), Error);
+    CHECK_THROWS_WITH_AS(file.load_f16("t.f32", {-1, -1}), doctest::Contains("'t.f32' is i8"), Error);
+    CHECK_THROWS_WITH_AS(file.load_i8_affine("t.f32", {2, 2, 2}, 1.0, 0.0), doctest::Contains("expected [2, 2, 2]"),
+                         Error);
+    CHECK_THROWS_WITH_AS(file.load_i8_affine("t.f16", file.tensor("t.f16").shape, 1.0, 0.0), doctest::Contains("'t.f16' is f16, expected i8"),
+                         Error);
 }
 
 TEST_CASE("gguf: duplicate tensor names are rejected") {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,50 @@ TEST_CASE("MobileNetV2 (f16 GGUF) features and logits match PyTorch") {
         check_close(out14.features.data(), features14.data(), features14.size(), kFeatureAtol, kFeatureRtol,
                     "features 14x14");
     }
+}
+
+TEST_CASE("MobileNetV2 (i8 GGUF: the TFLite integers) features and logits match PyTorch") {
+    if (!have_golden()) return;
+    const auto golden = gguf::File::open(golden_dir() + "golden.gguf");
+    const auto names = golden.get_string_array("golden.names");
+    const auto file = gguf::File::open(golden_dir() + "mobilenet_v2.i8.gguf");
+    CHECK(file.tensor("encoder.layers.0.weight").type == gguf::TensorType::i8);   // the 3x3 stem
+    CHECK(file.tensor("encoder.layers.1.weight").type == gguf::TensorType::i8);   // depthwise
+    CHECK(file.tensor("encoder.layers.51.weight").type == gguf::TensorType::i8);  // 1x1 320 -> 1280
+    const auto model = models::load_mobilenet_v2(file);
+    for (int k = 0; k < int(names.size()); ++k) {
+        CAPTURE(names[k]);
+        int w = 0, h = 0;
+        const auto bytes = rgba_bytes(golden, k, w, h);
+        const auto out = models::mobilenet_forward(model, image::preprocess_rgba(bytes.data(), bytes.size(), w, h), true);
+        const auto features = flat(golden, "features_i8." + std::to_string(k));
+        REQUIRE(out.features.size() == features.size());
+        check_close(out.features.data(), features.data(), features.size(), kFeatureAtol, kFeatureRtol, "features 7x7");
+        const auto logits = flat(golden, "logits_i8." + std::to_string(k));
+        REQUIRE(out.logits.size() == logits.size());
+        check_close(out.logits.data(), logits.data(), logits.size(), kLogitAtol, kLogitRtol, "logits");
+    }
+}
+
+TEST_CASE("MobileNetV2: an i8 file without its weight scales, or with too few, is refused") {
+    if (!have_golden()) return;
+    std::ifstream in(golden_dir() + "mobilenet_v2.i8.gguf", std::ios::binary);
+    const std::vector<uint8_t> good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string key = "attnlab.mobilenet.weight_scale";
+    const auto at = std::search(good.begin(), good.end(), key.begin(), key.end()) - good.begin();
+    REQUIRE(std::size_t(at) < good.size());
+
+    auto renamed = good;  // the key renamed: the i8 weights have no scale
+    renamed[std::size_t(at) + key.size() - 1] = 'X';
+    CHECK_THROWS_WITH_AS(models::load_mobilenet_v2(gguf::File::from_bytes(renamed)),
+                         doctest::Contains("attnlab.mobilenet.weight_scale"), Error);
+
+    auto short_array = good;  // after the key: u32 value type (array), u32 element type, u64 count
+    const std::size_t count_at = std::size_t(at) + key.size() + 8;
+    REQUIRE(short_array[count_at] == 52);
+    short_array[count_at] = 51;
+    // The array now ends one float early, so the parse itself fails or the count mismatches; either way an Error.
+    CHECK_THROWS_AS(models::load_mobilenet_v2(gguf::File::from_bytes(short_array)), Error);
 }
 
 TEST_CASE("MobileNetV2 classifies the skimage photos (f16 and q8_0)") {

@@ -119,6 +119,21 @@ class Conversion(unittest.TestCase):
         self.assertEqual(int(a.argmax()), int(b.argmax()))
         self.assertEqual(int(a.argmax()), 286)  # Egyptian cat
 
+    def test_i8_gguf_holds_the_tflite_weights_exactly(self):
+        import export_mobilenet
+        from gguf_writer import read_gguf
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.gguf")
+            export_mobilenet.export(path, dtype="i8")
+            types = {name: t for name, t, _, _ in read_gguf(path)[2]}
+            loaded = export_mobilenet.load_from_gguf(path)
+            with self.assertRaisesRegex(ValueError, "TFLite model's own weights"):
+                export_mobilenet.export(os.path.join(tmp, "x.gguf"), dtype="i8", model=model())
+        self.assertEqual({types[f"encoder.layers.{i}.weight"] for i in range(52)}, {"i8"})
+        self.assertEqual(types["encoder.classifier.weight"], "f16")
+        for (name, ours), (_, source) in zip(loaded.layers.state_dict().items(), model().layers.state_dict().items()):
+            self.assertTrue(torch.equal(ours, source), name)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -168,6 +168,7 @@ uint64_t tensor_bytes(TensorType type, uint64_t n_elements, const std::string& w
         case TensorType::f32: return checked_mul(n_elements, 4, what);
         case TensorType::f16: return checked_mul(n_elements, 2, what);
         case TensorType::q8_0: return checked_mul(n_elements / kernels::kQ8BlockSize, sizeof(kernels::BlockQ8_0), what);
+        case TensorType::i8: return n_elements;
     }
     fail("GGUF: unknown tensor type in " + what);
 }
@@ -179,6 +180,7 @@ const char* type_name(TensorType type) {
         case TensorType::f32: return "f32";
         case TensorType::f16: return "f16";
         case TensorType::q8_0: return "q8_0";
+        case TensorType::i8: return "i8";
     }
     return "unknown";
 }
@@ -455,9 +457,9 @@ private:
 
         const uint32_t type_id = cursor_.u32(named + " (type)");
         if (type_id != uint32_t(TensorType::f32) && type_id != uint32_t(TensorType::f16) &&
-            type_id != uint32_t(TensorType::q8_0))
+            type_id != uint32_t(TensorType::q8_0) && type_id != uint32_t(TensorType::i8))
             fail("GGUF: " + named + " has ggml type " + std::to_string(type_id) + " (" + ggml_type_name(type_id) +
-                 "); attnlab reads only f32, f16 and q8_0");
+                 "); attnlab reads only f32, f16, q8_0 and i8");
         info.type = TensorType(type_id);
         if (info.type == TensorType::q8_0 && ggml_dims[0] % kernels::kQ8BlockSize != 0)
             fail("GGUF: " + named + " is q8_0 but its innermost dimension " + std::to_string(ggml_dims[0]) +
@@ -674,7 +676,21 @@ void File::decode_f32(const TensorInfo& info, float* out) const {
                 kernels::dequantize_q8_0(&block, kernels::kQ8BlockSize, out + b * kernels::kQ8BlockSize);
             }
             return;
+        case TensorType::i8:
+            fail("tensor '" + info.name + "' is i8, which holds integers, not weights: its scale is in the model's "
+                 "metadata, and this model does not read it");
     }
+}
+
+std::vector<float> File::load_i8_affine(const std::string& name, const std::vector<int64_t>& expected_shape,
+                                        double scale, double zero_point) const {
+    const TensorInfo& info = checked_tensor(name, expected_shape.data(), expected_shape.size());
+    if (info.type != TensorType::i8)
+        fail("tensor '" + name + "' is " + type_name(info.type) + ", expected i8");
+    std::vector<float> out(static_cast<std::size_t>(info.n_elements));
+    for (std::size_t i = 0; i < out.size(); ++i)
+        out[i] = static_cast<float>((double(int8_t(info.data[i])) - zero_point) * scale);
+    return out;
 }
 
 std::vector<float> File::load_f32_flat(const std::string& name) const {

@@ -1,5 +1,5 @@
 #pragma once
-// GGUF v3 (and v2) weight files: metadata key/values plus F32, F16 and Q8_0 tensors.
+// GGUF v3 (and v2) weight files: metadata key/values plus F32, F16, Q8_0 and I8 tensors.
 //
 // File::from_bytes validates the whole file before returning (counts, lengths, types, tensor
 // bounds, alignment, overlaps), so everything after that is plain lookups into owned memory.
@@ -21,8 +21,10 @@
 
 namespace attnlab::gguf {
 
-enum class TensorType : uint32_t { f32 = 0, f16 = 1, q8_0 = 8 };
-const char* type_name(TensorType type);  // "f32", "f16", "q8_0"
+// i8 holds integers whose scale lives in the model's metadata (MobileNetV2's TFLite weights): only load_i8_affine
+// reads it, and the float loaders refuse it rather than hand out raw integers as weights.
+enum class TensorType : uint32_t { f32 = 0, f16 = 1, q8_0 = 8, i8 = 24 };
+const char* type_name(TensorType type);  // "f32", "f16", "q8_0", "i8"
 
 // gguf_metadata_value_type
 enum class ValueType : uint32_t {
@@ -131,6 +133,10 @@ public:
     std::vector<uint16_t> load_f16(const std::string& name, const std::array<int64_t, 2>& expected_shape) const;
     // Any shape, flattened: for callers that check the shape themselves.
     std::vector<float> load_f32_flat(const std::string& name) const;
+    // An i8 tensor of the expected shape (-1: any size), flattened: float((double(q) - zero_point) * scale), the
+    // product taken in double and rounded once, as models/tflite_mobilenet.py dequantizes.
+    std::vector<float> load_i8_affine(const std::string& name, const std::vector<int64_t>& expected_shape,
+                                      double scale, double zero_point) const;
 
 private:
     friend class Parser;

@@ -2,6 +2,7 @@
 #include "attnlab/models/mobilenet_v2.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -40,6 +41,52 @@ Hw output_size(const MobileNetLayer& l, Hw in) {
 
 bool pointwise(const MobileNetLayer& l) { return !l.depthwise && l.kernel == 1 && l.stride == 1; }
 
+// Per-layer affine parameters of i8 weights (export_mobilenet.py --dtype i8: the TFLite model's own integers), or
+// empty when the file stores floats.
+struct I8Weights {
+    std::vector<float> scale;
+    std::vector<int32_t> zero_point;
+};
+
+I8Weights read_i8_parameters(const gguf::File& file, int n) {
+    const std::string k = kKey;
+    I8Weights q;
+    if (!file.has(k + "weight_scale") && !file.has(k + "weight_zero_point")) return q;
+    q.scale = file.get_f32_array(k + "weight_scale");
+    q.zero_point = file.get_i32_array(k + "weight_zero_point");
+    check(q.scale.size() == std::size_t(n) && q.zero_point.size() == std::size_t(n),
+          "attnlab.mobilenet.weight_scale and weight_zero_point must have layer_count (" + std::to_string(n) +
+              ") entries");
+    for (int i = 0; i < n; ++i)
+        check(std::isfinite(q.scale[i]) && q.scale[i] > 0 && q.zero_point[i] >= -128 && q.zero_point[i] <= 127,
+              "mobilenet layer " + std::to_string(i) + ": weight scale or zero point out of range");
+    return q;
+}
+
+// A layer's weight tensor of the given shape, flattened, whatever its storage (f32/f16/q8_0, or i8 with the
+// layer's scale and zero point).
+std::vector<float> load_weight(const gguf::File& file, const std::string& name, const std::vector<int64_t>& shape,
+                               const I8Weights& i8, int layer) {
+    if (file.has_tensor(name) && file.tensor(name).type == gguf::TensorType::i8) {
+        check(!i8.scale.empty(), "tensor '" + name + "' is i8 but attnlab.mobilenet.weight_scale is missing");
+        return file.load_i8_affine(name, shape, i8.scale[layer], i8.zero_point[layer]);
+    }
+    switch (shape.size()) {
+        case 2: { auto t = file.load_f32<2>(name, {shape[0], shape[1]}); return {t.begin(), t.end()}; }
+        case 3: { auto t = file.load_f32<3>(name, {shape[0], shape[1], shape[2]}); return {t.begin(), t.end()}; }
+        default: {
+            auto t = file.load_f32<4>(name, {shape[0], shape[1], shape[2], shape[3]});
+            return {t.begin(), t.end()};
+        }
+    }
+}
+
+Matrix to_matrix(const std::vector<float>& values, std::size_t rows, std::size_t cols) {
+    Matrix m = Matrix::from_shape({rows, cols});
+    std::memcpy(m.data(), values.data(), sizeof(float) * values.size());
+    return m;
+}
+
 }  // namespace
 
 MobileNetV2 load_mobilenet_v2(const gguf::File& file) {
@@ -68,6 +115,8 @@ MobileNetV2 load_mobilenet_v2(const gguf::File& file) {
     check(model.feature_layer < n, "attnlab.mobilenet.feature_layer " + std::to_string(model.feature_layer) +
                                        " is not a layer (there are " + std::to_string(n) + ")");
 
+    const I8Weights i8 = read_i8_parameters(file, n);
+
     std::vector<Hw> input_hw;  // spatial size of each layer's input, for the chain and residual checks
     Hw hw{model.input_size, model.input_size};
     int channels = 3;
@@ -91,29 +140,23 @@ MobileNetV2 load_mobilenet_v2(const gguf::File& file) {
         const std::string w = prefix + "layers." + std::to_string(i) + ".weight";
         const std::string b = prefix + "layers." + std::to_string(i) + ".bias";
         check(file.has_tensor(b), what + ": tensor '" + b + "' is missing");
+        // Every storage is widened to f32 here, Q8_0 included: gemm_nt_q8 is tuned for a few rows (decoder steps),
+        // and a 1x1 convolution is a GEMM with up to 12,544 rows, where f32 weights run ~4x faster. The file's
+        // type only sets the download size; the encoder's 2.2M weights take 9 MB as f32.
+        const std::size_t taps = std::size_t(l.kernel) * std::size_t(l.kernel);
         if (pointwise(l)) {
-            // Q8_0 weights are dequantized here: gemm_nt_q8 is tuned for a few rows (decoder steps), and a
-            // 1x1 convolution is a GEMM with up to 12,544 rows, where f32 weights run ~4x faster. Q8_0 only
-            // shrinks the download; the encoder's 2.2M weights take 9 MB as f32.
-            l.weight.weight = file.load_f32<2>(w, {l.out_channels, l.in_channels});
-            l.weight.in = l.in_channels;
-            l.weight.out = l.out_channels;
-            l.weight.bias = nn::load_vector(file, b, l.out_channels);
+            l.weight.weight = to_matrix(load_weight(file, w, {l.out_channels, l.in_channels}, i8, i),
+                                        std::size_t(l.out_channels), std::size_t(l.in_channels));
+        } else if (l.depthwise) {
+            l.weight.weight = to_matrix(load_weight(file, w, {l.kernel, l.kernel, l.in_channels}, i8, i), taps,
+                                        std::size_t(l.in_channels));
         } else {
-            const int taps = l.kernel * l.kernel;
-            if (l.depthwise) {
-                auto t = file.load_f32<3>(w, {l.kernel, l.kernel, l.in_channels});
-                l.weight.weight = Matrix::from_shape({std::size_t(taps), std::size_t(l.in_channels)});
-                std::memcpy(l.weight.weight.data(), t.data(), sizeof(float) * t.size());
-            } else {
-                auto t = file.load_f32<4>(w, {l.out_channels, l.kernel, l.kernel, l.in_channels});
-                l.weight.weight = Matrix::from_shape({std::size_t(l.out_channels), std::size_t(taps * l.in_channels)});
-                std::memcpy(l.weight.weight.data(), t.data(), sizeof(float) * t.size());
-            }
-            l.weight.in = int(l.weight.weight.shape()[1]);
-            l.weight.out = int(l.weight.weight.shape()[0]);
-            l.weight.bias = nn::load_vector(file, b, l.out_channels);
+            l.weight.weight = to_matrix(load_weight(file, w, {l.out_channels, l.kernel, l.kernel, l.in_channels}, i8, i),
+                                        std::size_t(l.out_channels), taps * std::size_t(l.in_channels));
         }
+        l.weight.in = int(l.weight.weight.shape()[1]);
+        l.weight.out = int(l.weight.weight.shape()[0]);
+        l.weight.bias = nn::load_vector(file, b, l.out_channels);
         l.residual = residual[i];
         input_hw.push_back(hw);
         hw = output_size(l, hw);

@@ -32,7 +32,8 @@ struct MobileNetLayer {
     int in_channels = 0;
     int out_channels = 0;
     // dense kxk (k > 1): weight.weight is [Cout, k*k*Cin] ([Cout, kh, kw, Cin] flattened);
-    // 1x1: [Cout, Cin] (f32; Q8_0 files are dequantized at load, see the .cpp); depthwise: weight.weight is [k*k, C]. Bias in weight.bias [Cout].
+    // 1x1: [Cout, Cin]; depthwise: weight.weight is [k*k, C]. Bias in weight.bias [Cout]. Always f32: f16, Q8_0
+    // and i8 files (the TFLite integers with a per-layer scale and zero point) are widened at load.
     nn::Linear weight;
 };
 
