@@ -8,6 +8,9 @@ The C++ engine (src/attnlab/decode/search.cpp) mirrors these semantics exactly, 
     beam:   top 2K candidates per sentence each step; a candidate ending in EOS (or reaching the sentence's
             length limit) is finished with score sum(log p) / len^alpha (len counts EOS); a sentence stops
             once it has K finished hypotheses or reaches its limit; the best finished hypothesis wins.
+    no_repeat_ngram n >= 2 (both; captioners whose file sets attnlab.captioner.no_repeat_ngram): before a row
+            picks its next token, every token that would complete an n-gram already in its output gets
+            log p = -inf (so a token sequence never holds the same n-gram twice).
 """
 from typing import Callable, List, Tuple
 
@@ -31,9 +34,21 @@ def length_limits(src_len, max_len_a, max_len_b) -> List[int]:
     return (max_len_a * src_len.float() + max_len_b).long().tolist()
 
 
-def greedy_search(step: Callable, state, src_len, max_len_a=1.5, max_len_b=10, on_step: Callable = None):
+def ban_repeated_ngrams(logp, histories, n):
+    """In place: -inf for every token that would repeat an n-gram of its row's history (n < 2: nothing)."""
+    if n < 2:
+        return
+    for row, tokens in enumerate(histories):
+        banned = repeated_ngram_tokens(tokens, n)
+        if banned:
+            logp[row, banned] = float("-inf")
+
+
+def greedy_search(step: Callable, state, src_len, max_len_a=1.5, max_len_b=10, on_step: Callable = None,
+                  no_repeat_ngram=0):
     """step(prev [B], state) -> (logits [B,V], state, *extras); src_len [B] -> B token lists (no BOS/EOS).
-    on_step(*extras) sees every step's extras (e.g. attention weights) in order."""
+    on_step(*extras) sees every step's extras (e.g. attention weights) in order. no_repeat_ngram >= 2: never
+    emit a token that repeats an n-gram of this size already in the output."""
     batch = src_len.size(0)
     max_len = int(max_len_a * int(src_len.max()) + max_len_b)
     prev = torch.full((batch,), BOS_ID, dtype=torch.long)
@@ -41,6 +56,9 @@ def greedy_search(step: Callable, state, src_len, max_len_a=1.5, max_len_b=10, o
     out = []
     for _ in range(max_len):
         logits, state, *extras = step(prev, state)
+        if no_repeat_ngram >= 2 and out:
+            logits = logits.clone()
+            ban_repeated_ngrams(logits, torch.stack(out, 1).tolist(), no_repeat_ngram)
         prev = logits.argmax(-1)
         out.append(prev)
         if on_step is not None:
@@ -52,8 +70,16 @@ def greedy_search(step: Callable, state, src_len, max_len_a=1.5, max_len_b=10, o
     return [strip_after_eos(seq)[:lim] for seq, lim in zip(seqs, length_limits(src_len, max_len_a, max_len_b))]
 
 
+def repeated_ngram_tokens(history: List[int], n: int) -> List[int]:
+    """The tokens that would complete an n-gram `history` already holds (n < 2: none)."""
+    if n < 2 or len(history) < n - 1:
+        return []
+    prefix = history[len(history) - n + 1:]
+    return [history[i + n - 1] for i in range(len(history) - n + 1) if history[i:i + n - 1] == prefix]
+
+
 def beam_search(step: Callable, state, reorder: Callable, src_len, beam=5, alpha=1.0,
-                max_len_a=1.5, max_len_b=10) -> List[List[int]]:
+                max_len_a=1.5, max_len_b=10, no_repeat_ngram=0) -> List[List[int]]:
     """Batched beam search over B sentences with K = beam rows each.
 
     step(prev [B*K], state) -> (logits [B*K,V], state, ...); reorder(state, rows LongTensor [B*K]) -> state whose
@@ -71,6 +97,8 @@ def beam_search(step: Callable, state, reorder: Callable, src_len, beam=5, alpha
     for step_index in range(max(max_lens)):
         logits, state = step(prev, state)[:2]
         logp = torch.log_softmax(logits.float(), dim=-1)                         # [B*K,V]
+        if no_repeat_ngram >= 2 and history.size(1) >= no_repeat_ngram - 1:
+            ban_repeated_ngrams(logp, history.tolist(), no_repeat_ngram)
         V = logp.size(-1)
         cand = (beam_scores.view(-1, 1) + logp).view(B, K * V)
         top_scores, top_idx = cand.topk(2 * K, dim=-1)                           # [B,2K]

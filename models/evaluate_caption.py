@@ -92,16 +92,25 @@ def main(argv=None):
     ap.add_argument("--length-penalty", type=float, default=1.0,
                     help="beam ranking by sum log p / length^this (the engine uses 1; PyTorch rows only)")
     ap.add_argument("--out", help="write image<TAB>caption lines here")
+    ap.add_argument("--no-repeat-ngram", type=int, default=None, metavar="N",
+                    help="the search never repeats a token n-gram of this size (0: off). Default: a --gguf file's "
+                         "attnlab.captioner.no_repeat_ngram, else off. PyTorch rows only: --engine uses the file's")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     if args.engine:
         return evaluate_engine(args)
-    model = sat.load_checkpoints(args.checkpoint) if args.checkpoint else load_gguf_decoder(args.gguf)[0]
+    if args.checkpoint:
+        model, no_repeat_ngram = sat.load_checkpoints(args.checkpoint), 0
+    else:
+        model, meta = load_gguf_decoder(args.gguf)
+        no_repeat_ngram = meta.get("attnlab.captioner.no_repeat_ngram", 0)   # the search the engine runs
+    if args.no_repeat_ngram is not None:
+        no_repeat_ngram = args.no_repeat_ngram
     data = Data.for_model(model, args.features, args.max_len)
     hyps, imgs = caption_split(model, data, args.split, args.subset, args.beam, args.max_len,
-                               length_penalty=args.length_penalty)
+                               length_penalty=args.length_penalty, no_repeat_ngram=no_repeat_ngram)
     if len(imgs) < len(flickr8k.load_split(args.split)) and not args.subset:
         print(f"warning: only {len(imgs)} {args.split} images have stored features", file=sys.stderr)
     scores = flickr8k.bleu_1_to_4(hyps, flickr8k.references(imgs, data.captions))

@@ -34,6 +34,8 @@ Metadata keys:
     attnlab.captioner.global_feature       "none", or "grid_mean": g = mean_i a_i (before centering) feeds
                                            relu(global_proj . g) [emb] to the LSTM at every step
     attnlab.captioner.max_length           default caption length limit, in tokens
+    attnlab.captioner.no_repeat_ngram      (absent: 0, off) the search never emits a token that would repeat an
+                                           n-gram of this size in the caption (models/decoding.py)
     attnlab.captioner.ensemble_size        number of decoders (absent: 1); see "Ensembles" above
     attnlab.captioner.encoder              "mobilenet_v2": tensors "encoder.layers.*", keys attnlab.mobilenet.*
                                            (models/export_mobilenet.py; its feature_layer gives the grid)
@@ -104,7 +106,7 @@ def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16", global_is_g
     return add_state_dict(w, {member_prefixes(member)[1] + k: v for k, v in state.items()}, dtype)
 
 
-def export(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype="i8"):
+def export(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype="i8", no_repeat_ngram=0):
     """checkpoints: one path, or several whose decoders form an ensemble (models/show_attend_tell.py's Ensemble).
     encoder_dtype: "i8" (the TFLite integers), or f16 / q8_0 / f32 ("same": dtype)."""
     check_export_dtype(dtype)
@@ -134,6 +136,8 @@ def export(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype=
     p = ARCH + "."
     if len(models) > 1:
         w.add_uint32(p + "ensemble_size", len(models))
+    if no_repeat_ngram:
+        w.add_uint32(p + "no_repeat_ngram", no_repeat_ngram)
     w.add_string(p + "feature_layer", meta.get("feature_layer", "last"))
     if with_encoder:
         from export_mobilenet import add_mobilenet
@@ -157,10 +161,14 @@ def main(argv=None):
     ap.add_argument("--no-encoder", action="store_true", help="decoder + tokenizer only (engine: caption_from_features)")
     ap.add_argument("--encoder-dtype", default="i8", choices=["i8", "same", "f16", "q8_0", "f32"],
                     help="storage of the MobileNetV2 weights (default i8: the TFLite model's own integers)")
+    ap.add_argument("--no-repeat-ngram", type=int, default=0, metavar="N",
+                    help="the engine's search never repeats a token n-gram of this size (0: off)")
     ap.add_argument("--root", default=ROOT)
     args = ap.parse_args(argv)
+    if not (args.no_repeat_ngram == 0 or 2 <= args.no_repeat_ngram <= 8):
+        ap.error("--no-repeat-ngram must be 0 (off) or 2..8")
     counts = export([args.checkpoint] + args.member, args.dtype, args.out, args.root, with_encoder=not args.no_encoder,
-                    encoder_dtype=args.encoder_dtype)
+                    encoder_dtype=args.encoder_dtype, no_repeat_ngram=args.no_repeat_ngram)
     report_written(args.out, counts, "decoder tensors")
 
 

@@ -15,6 +15,9 @@ Fixture contents (checked by tests/cpp/test_captioner.cpp):
     fixture.<n>.greedy_scores   [T, G]      raw attention scores of each greedy step
     fixture.<n>.greedy_logits   [T, V]      logits of each greedy step
     fixture.<n>.beam<K>_tokens  int32 array beam search result (K = 2, 3, 5; no BOS/EOS)
+    fixture.<n>.norepeat2_greedy_tokens, fixture.<n>.norepeat2_beam3_tokens   greedy and beam 3 when no token
+                                bigram may repeat (no BOS/EOS); the file's attnlab.captioner.no_repeat_ngram is 0
+                                (off), and the test patches it to 2 for these
 
 tests/fixtures/caption/decoder_centered.gguf is the same with a decoder that attends over the centered grid and reads
 the grid's mean as its global feature (Config.center_grid, Config.global_dim = C); decoder_ensemble.gguf holds two
@@ -112,6 +115,8 @@ def make(out, variant="raw"):
         add_decoder(w, member, member.cfg, GRID_H, GRID_W, MAX_LEN, dtype="f32", global_is_grid_mean=True, member=k)
     if len(members) > 1:
         w.add_uint32("attnlab.captioner.ensemble_size", len(members))
+    # Off (what an export without --no-repeat-ngram means); the C++ test patches the value to 2 for norepeat2_*.
+    w.add_uint32("attnlab.captioner.no_repeat_ngram", 0)
     w.add_uint32("tokenizer.target.bos_token_id", sat.BOS_ID)
     w.add_uint32("tokenizer.target.eos_token_id", sat.EOS_ID)
     w.add_uint32("fixture.count", n_train + 1)
@@ -127,6 +132,9 @@ def make(out, variant="raw"):
         w.add_tensor(p + "greedy_logits", np32(logits))
         for k in (2, 3, 5):
             w.add_array(p + f"beam{k}_tokens", sat.beam_search(model, f, beam=k, max_len=MAX_LEN)[0], "int32")
+        w.add_array(p + "norepeat2_greedy_tokens", sat.greedy_decode(model, f, MAX_LEN, no_repeat_ngram=2)[0], "int32")
+        w.add_array(p + "norepeat2_beam3_tokens",
+                    sat.beam_search(model, f, beam=3, max_len=MAX_LEN, no_repeat_ngram=2)[0], "int32")
         print(variant, n, "trained" if n < n_train else "unseen", "caption", captions[n] if n < n_train else "-",
               "greedy", tokens, "beam3", sat.beam_search(model, f, beam=3, max_len=MAX_LEN)[0])
     w.write()

@@ -187,17 +187,18 @@ def count_parameters(model: nn.Module) -> int:
 
 # ---- search (the shared bookkeeping is models/decoding.py's; the C++ engine mirrors it) ------------------
 @torch.no_grad()
-def greedy_decode(model: Seq2SeqRNN, src, src_len, max_len_a=1.5, max_len_b=10) -> List[List[int]]:
+def greedy_decode(model: Seq2SeqRNN, src, src_len, max_len_a=1.5, max_len_b=10,
+                  no_repeat_ngram=0) -> List[List[int]]:
     """src [B,S] -> list of B token-id lists (no BOS/EOS)."""
     model.eval()
     enc = model.encode(src, src_len)
     return decoding.greedy_search(lambda prev, s: model.decode_step(prev, s, enc), enc.s0, src_len,
-                                  max_len_a, max_len_b)
+                                  max_len_a, max_len_b, no_repeat_ngram=no_repeat_ngram)
 
 
 @torch.no_grad()
 def beam_search(model: Seq2SeqRNN, src, src_len, beam=5, alpha=1.0,
-                max_len_a=1.5, max_len_b=10) -> List[List[int]]:
+                max_len_a=1.5, max_len_b=10, no_repeat_ngram=0) -> List[List[int]]:
     """Batched beam search. Hypotheses are ranked by sum(log p) / len^alpha (len counts EOS).
 
     A sentence stops once it has `beam` finished hypotheses or reaches max_len_a*|src|+max_len_b
@@ -209,4 +210,4 @@ def beam_search(model: Seq2SeqRNN, src, src_len, beam=5, alpha=1.0,
     enc = enc.index_select(torch.arange(B).repeat_interleave(beam))   # fixed per row: only s is reordered
     return decoding.beam_search(lambda prev, s: model.decode_step(prev, s, enc), enc.s0,
                                 lambda s, rows: s.index_select(0, rows), src_len, beam=beam, alpha=alpha,
-                                max_len_a=max_len_a, max_len_b=max_len_b)
+                                max_len_a=max_len_a, max_len_b=max_len_b, no_repeat_ngram=no_repeat_ngram)

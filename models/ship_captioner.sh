@@ -8,7 +8,8 @@
 # MEMBER checkpoints join CHECKPOINT's decoder as an ensemble in the same file (export_caption.py --member).
 # Writes models/weights/NAME.{f16,q8_0}.gguf and the printed results to build/eval/NAME.txt.
 # Needs the native CLI (npm run build) and the grids of models/extract_features.py (FEATURES in the environment,
-# default /work/ckpt/features). Then list the files in models/manifest.json and run node scripts/make_manifest.mjs.
+# default /work/ckpt/features). EXPORT_OPTIONS in the environment go to export_caption.py as they are
+# (e.g. "--no-repeat-ngram 3"). Then list the files in models/manifest.json and run node scripts/make_manifest.mjs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 name=$1
@@ -21,7 +22,9 @@ python=/usr/bin/python3
 mkdir -p build/eval
 log=build/eval/$name.txt
 for dtype in f16 q8_0; do
-  $python models/export_caption.py --checkpoint "$checkpoint" "${members[@]}" --dtype $dtype --out "models/weights/$name.$dtype.gguf"
+  # shellcheck disable=SC2086  # EXPORT_OPTIONS is a list of flags
+  $python models/export_caption.py --checkpoint "$checkpoint" "${members[@]}" ${EXPORT_OPTIONS:-} --dtype $dtype \
+    --out "models/weights/$name.$dtype.gguf"
 done
 for dtype in f16 q8_0; do
   file=models/weights/$name.$dtype.gguf

@@ -288,17 +288,19 @@ def _lengths(features, max_len):
 
 
 @torch.no_grad()
-def greedy_decode(model: ShowAttendTell, features, max_len: int = 30) -> List[List[int]]:
+def greedy_decode(model: ShowAttendTell, features, max_len: int = 30, no_repeat_ngram: int = 0) -> List[List[int]]:
     """features [B, G, C] -> B token-id lists (no BOS/EOS)."""
     src_len, a, b = _lengths(features, max_len)
-    return seq2seq_rnn.greedy_decode(model, features, src_len, max_len_a=a, max_len_b=b)
+    return seq2seq_rnn.greedy_decode(model, features, src_len, max_len_a=a, max_len_b=b,
+                                     no_repeat_ngram=no_repeat_ngram)
 
 
 @torch.no_grad()
 def beam_search(model: ShowAttendTell, features, beam: int = 3, alpha: float = 1.0,
-                max_len: int = 30) -> List[List[int]]:
+                max_len: int = 30, no_repeat_ngram: int = 0) -> List[List[int]]:
     src_len, a, b = _lengths(features, max_len)
-    return seq2seq_rnn.beam_search(model, features, src_len, beam=beam, alpha=alpha, max_len_a=a, max_len_b=b)
+    return seq2seq_rnn.beam_search(model, features, src_len, beam=beam, alpha=alpha, max_len_a=a, max_len_b=b,
+                                   no_repeat_ngram=no_repeat_ngram)
 
 
 @torch.no_grad()

@@ -116,16 +116,18 @@ def bucketed_order(pairs, batch, batches_per_bucket=50):
     return [i for b in batches for i in b]
 
 
-def caption_split(model, data, split, subset=0, beam=1, max_len=30, batch=100, length_penalty=1.0):
+def caption_split(model, data, split, subset=0, beam=1, max_len=30, batch=100, length_penalty=1.0,
+                  no_repeat_ngram=0):
     """-> (hypothesis texts, image names) for the split's stored images."""
     imgs = data.images[split][:subset] if subset else data.images[split]
     hyps = []
     for b in range(0, len(imgs), batch):
         f = data.inputs(split, slice(b, min(b + batch, len(imgs))))
         if beam == 1:
-            ids = sat.greedy_decode(model, f, max_len)
+            ids = sat.greedy_decode(model, f, max_len, no_repeat_ngram=no_repeat_ngram)
         else:
-            ids = sat.beam_search(model, f, beam=beam, alpha=length_penalty, max_len=max_len)
+            ids = sat.beam_search(model, f, beam=beam, alpha=length_penalty, max_len=max_len,
+                                  no_repeat_ngram=no_repeat_ngram)
         hyps.extend(data.sp.decode(x) for x in ids)
     return hyps, imgs
 

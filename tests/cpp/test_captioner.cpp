@@ -185,6 +185,49 @@ TEST_CASE("captioner: beam search gives PyTorch's tokens for beams 2, 3 and 5") 
     CHECK(differs_from_greedy > 0);   // the fixture really exercises the beam, not just greedy twice
 }
 
+TEST_CASE("captioner: attnlab.captioner.no_repeat_ngram = 2 gives PyTorch's greedy and beam-3 tokens") {
+    Variant variant = Variant::raw;
+    SUBCASE("raw grid") {}
+    SUBCASE("centered grid and global feature") { variant = Variant::centered; }
+    SUBCASE("ensemble of two decoders") { variant = Variant::ensemble; }
+    const char* path = variant == Variant::centered   ? "tests/fixtures/caption/decoder_centered.gguf"
+                       : variant == Variant::ensemble ? "tests/fixtures/caption/decoder_ensemble.gguf"
+                                                      : "tests/fixtures/caption/decoder.gguf";
+    std::ifstream in(test::source_path(path), std::ios::binary);
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // The fixture stores the key with 0 (off); after the key's name come its u32 type and its u32 value.
+    const std::string key = "attnlab.captioner.no_repeat_ngram";
+    const std::size_t value_at =
+        std::size_t(std::search(bytes.begin(), bytes.end(), key.begin(), key.end()) - bytes.begin()) + key.size() + 4;
+    REQUIRE(value_at + 4 <= bytes.size());
+    REQUIRE(bytes[value_at] == 0);
+    const std::vector<models::CaptionDecoderWeights> unconstrained =
+        models::load_caption_decoders(gguf::File::from_bytes(bytes));
+    CHECK(unconstrained.front().config.no_repeat_ngram == 0);
+
+    bytes[value_at] = 9;
+    CHECK_THROWS_WITH_AS(models::load_caption_decoders(gguf::File::from_bytes(bytes)),
+                         doctest::Contains("no_repeat_ngram must be 0 (off) or 2..8"), Error);
+    bytes[value_at] = 2;
+    const gguf::File file = gguf::File::from_bytes(bytes);
+    const std::vector<models::CaptionDecoderWeights> members = models::load_caption_decoders(file);
+    REQUIRE(members.front().config.no_repeat_ngram == 2);
+    const int count = static_cast<int>(file.get_u32("fixture.count"));
+    int changed = 0;   // captions the ban changes: the fixture must exercise it
+    for (int n = 0; n < count; ++n) {
+        CAPTURE(n);
+        const std::string p = "fixture." + std::to_string(n) + ".";
+        const Matrix grid = fixture_grid(file, n, members.front().config);
+        for (int beam : {1, 3}) {
+            CAPTURE(beam);
+            const auto tokens = models::caption_from_features(members, grid, beam).tokens;
+            CHECK(tokens == file.get_i32_array(p + (beam == 1 ? "norepeat2_greedy_tokens" : "norepeat2_beam3_tokens")));
+            if (tokens != models::caption_from_features(unconstrained, grid, beam).tokens) ++changed;
+        }
+    }
+    if (variant != Variant::centered) CHECK(changed > 0);   // (the centered decoder's captions never repeat a bigram)
+}
+
 TEST_CASE("captioner: bad grids, tokens and options are attnlab::Error") {
     const gguf::File& file = caption_fixture();
     const models::CaptionDecoderWeights model = models::load_caption_decoder(file);

@@ -177,6 +177,51 @@ TEST_CASE("search: ties go to the lower token id (greedy) and to the first finis
     CHECK(decode::beam_search(decoder, options(1)).tokens == std::vector<int32_t>{A});
 }
 
+TEST_CASE("search: ban_repeated_ngrams bans what would repeat an n-gram, like models/decoding.py") {
+    const auto banned = [](const std::vector<int32_t>& tokens, int n) {
+        std::vector<float> log_p(kVocab, -1.0f);
+        decode::ban_repeated_ngrams(tokens, n, log_p);
+        std::vector<int32_t> out;
+        for (int v = 0; v < kVocab; ++v)
+            if (std::isinf(log_p[v])) out.push_back(v);
+        return out;
+    };
+    CHECK(banned({A, B, A}, 2) == std::vector<int32_t>{B});      // "A B" is there: B may not follow A again
+    CHECK(banned({A, B, A, B}, 3) == std::vector<int32_t>{A});   // "A B A" is there
+    CHECK(banned({A, B, A, B}, 2) == std::vector<int32_t>{A});   // "B A" is there: A may not follow B again
+    CHECK(banned({A, A}, 2) == std::vector<int32_t>{A});
+    CHECK(banned({A}, 2).empty());                               // one token: no bigram yet
+    CHECK(banned({A, A, A}, 0).empty());
+    CHECK(banned({A, A, A}, 1).empty());
+    CHECK(banned({A, 99, A}, 2).empty());                        // out-of-vocabulary ids are skipped, not written
+}
+
+TEST_CASE("search: no_repeat_ngram steers greedy and beam away from repeats; log p stays the model's") {
+    const ToyDecoder decoder(endless);   // A .7, B .3 forever: unconstrained, both searches say A A A ...
+    decode::SearchOptions o = fixed_length(1, 4);
+    o.no_repeat_ngram = 2;
+    // [] A; [A] A ("A A" is new); [A A] bans A -> B; [A A B] A ("B A" is new).
+    decode::Hypothesis h = decode::greedy_search(decoder, o);
+    CHECK(h.tokens == std::vector<int32_t>{A, A, B, A});
+    CHECK(h.log_probability == doctest::Approx(3 * std::log(0.7) + std::log(0.3)).epsilon(1e-5));
+    o = fixed_length(1, 5);
+    o.no_repeat_ngram = 3;   // [A A] A; [A A A] bans A -> B; [A A A B] A
+    CHECK(decode::greedy_search(decoder, o).tokens == std::vector<int32_t>{A, A, A, B, A});
+
+    o = fixed_length(3, 4);
+    o.no_repeat_ngram = 2;
+    h = decode::beam_search(decoder, o);
+    REQUIRE(h.tokens.size() == 4);
+    float log_p = 0;
+    for (std::size_t i = 0; i < h.tokens.size(); ++i) {
+        log_p += std::log(h.tokens[i] == A ? 0.7f : 0.3f);
+        for (std::size_t j = 0; j + 1 < i; ++j)
+            CHECK_FALSE((h.tokens[j] == h.tokens[i - 1] && h.tokens[j + 1] == h.tokens[i]));
+    }
+    CHECK(h.log_probability == doctest::Approx(log_p).epsilon(1e-5));
+    CHECK(h.log_probability == doctest::Approx(3 * std::log(0.7) + std::log(0.3)).epsilon(1e-5));  // the best allowed
+}
+
 TEST_CASE("search: bad options are attnlab::Error") {
     const ToyDecoder decoder(greedy_trap);
     CHECK_THROWS_AS(decode::search(decoder, options(0)), Error);
@@ -190,5 +235,10 @@ TEST_CASE("search: bad options are attnlab::Error") {
     CHECK_THROWS_AS(decode::search(decoder, negative), Error);
     decode::SearchOptions nan_penalty = options(2, std::nanf(""));
     CHECK_THROWS_AS(decode::search(decoder, nan_penalty), Error);
+    decode::SearchOptions ngram = options(2);
+    ngram.no_repeat_ngram = 9;
+    CHECK_THROWS_WITH_AS(decode::search(decoder, ngram), doctest::Contains("no-repeat n-gram size"), Error);
+    ngram.no_repeat_ngram = -1;
+    CHECK_THROWS_AS(decode::search(decoder, ngram), Error);
     CHECK(decoder.calls == 0);
 }

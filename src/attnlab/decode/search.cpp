@@ -13,6 +13,7 @@ namespace attnlab::decode {
 namespace {
 
 constexpr int kMaxBeam = 64;
+constexpr int kMaxNoRepeatNgram = 8;
 
 void validate(const SearchOptions& options) {
     check(options.beam >= 1 && options.beam <= kMaxBeam,
@@ -20,6 +21,9 @@ void validate(const SearchOptions& options) {
     check(options.max_length_ratio >= 0 && std::isfinite(options.max_length_ratio) && options.max_length_extra >= 0,
           "maximum length settings must be non-negative");
     check(std::isfinite(options.length_penalty), "length penalty must be finite");
+    check(options.no_repeat_ngram >= 0 && options.no_repeat_ngram <= kMaxNoRepeatNgram,
+          "no-repeat n-gram size must be between 0 and " + std::to_string(kMaxNoRepeatNgram) + ", got " +
+              std::to_string(options.no_repeat_ngram));
 }
 
 struct Beam {
@@ -33,6 +37,20 @@ struct Beam {
 };
 
 }  // namespace
+
+void ban_repeated_ngrams(const std::vector<int32_t>& tokens, int n, std::vector<float>& log_probabilities) {
+    if (n < 2 || tokens.size() < static_cast<std::size_t>(n - 1)) return;
+    const std::size_t context = static_cast<std::size_t>(n - 1);
+    const auto last = tokens.end() - static_cast<std::ptrdiff_t>(context);  // the n-1 tokens a new one would follow
+    for (std::size_t i = 0; i + context < tokens.size(); ++i) {
+        const auto at = tokens.begin() + static_cast<std::ptrdiff_t>(i);
+        if (std::equal(at, at + static_cast<std::ptrdiff_t>(context), last)) {
+            const int32_t token = tokens[i + context];
+            if (token >= 0 && static_cast<std::size_t>(token) < log_probabilities.size())
+                log_probabilities[static_cast<std::size_t>(token)] = -std::numeric_limits<float>::infinity();
+        }
+    }
+}
 
 int max_target_length(const SearchOptions& options, int source_length) {
     // Matches models/seq2seq_rnn.py: int(max_len_a * |source| + max_len_b).
@@ -50,8 +68,14 @@ Hypothesis greedy_search(const Decoder& decoder, const SearchOptions& options) {
     for (int i = 0; i < max_length; ++i) {
         state = decoder.step(*state, token, out);
         const int vocab = static_cast<int>(out.logits.size());
-        token = kernels::argmax(out.logits.data(), vocab);
-        kernels::log_softmax_rows(1, vocab, out.logits.data(), vocab);
+        if (options.no_repeat_ngram >= 2) {  // banned after the softmax, so log p stays the model's
+            kernels::log_softmax_rows(1, vocab, out.logits.data(), vocab);
+            ban_repeated_ngrams(result.tokens, options.no_repeat_ngram, out.logits);
+            token = kernels::argmax(out.logits.data(), vocab);
+        } else {
+            token = kernels::argmax(out.logits.data(), vocab);
+            kernels::log_softmax_rows(1, vocab, out.logits.data(), vocab);
+        }
         result.log_probability += out.logits[token];
         if (token == decoder.eos()) {
             result.finished = true;
@@ -92,6 +116,7 @@ Hypothesis beam_search(const Decoder& decoder, const SearchOptions& options) {
             std::vector<float>& logits = outputs[b].logits;
             const int vocab = static_cast<int>(logits.size());
             kernels::log_softmax_rows(1, vocab, logits.data(), vocab);
+            ban_repeated_ngrams(beams[b].tokens, options.no_repeat_ngram, logits);
             for (int v = 0; v < vocab; ++v)
                 candidates.push_back({beams[b].log_probability + logits[v], static_cast<int>(b), v});
         }

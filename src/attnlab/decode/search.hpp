@@ -37,7 +37,12 @@ struct SearchOptions {
     float length_penalty = 1.0f;     // hypotheses are ranked by Σ log p / length^length_penalty (EOS counted)
     float max_length_ratio = 1.5f;   // at most max_length_ratio · |source| + max_length_extra target tokens
     int max_length_extra = 10;
+    int no_repeat_ngram = 0;         // >= 2: never emit a token that repeats an n-gram of this size (0 or 1: off)
 };
+
+// Sets log p = -inf for every token that would complete an n-gram `tokens` already holds (n < 2: none); the
+// searches apply it to each row's log-probabilities before choosing (models/decoding.py's ban_repeated_ngrams).
+void ban_repeated_ngrams(const std::vector<int32_t>& tokens, int n, std::vector<float>& log_probabilities);
 
 struct Hypothesis {
     std::vector<int32_t> tokens;                 // without BOS and EOS

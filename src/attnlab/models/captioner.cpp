@@ -44,6 +44,9 @@ CaptionDecoderWeights load_caption_decoder(const gguf::File& file, int member) {
     c.max_length = static_cast<int>(file.get_u32_or(p + "max_length", 30));
     check(c.max_length > 0 && c.max_length <= kMaxCaptionLength, "attnlab.captioner.max_length must be 1.." +
                                                                      std::to_string(kMaxCaptionLength));
+    c.no_repeat_ngram = static_cast<int>(file.get_u32_or(p + "no_repeat_ngram", 0));
+    check(c.no_repeat_ngram == 0 || (c.no_repeat_ngram >= 2 && c.no_repeat_ngram <= 8),
+          "attnlab.captioner.no_repeat_ngram must be 0 (off) or 2..8");
     check(file.get_string_or(p + "score", "additive") == "additive" && file.get_string_or(p + "gate", "scalar") == "scalar" &&
               file.get_string_or(p + "deep_output", "linear") == "linear",
           "this captioner uses an attention, gate or deep output the engine does not implement");
@@ -228,6 +231,7 @@ decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model,
     // A caption's length does not depend on the grid: a fixed limit, like models/show_attend_tell.py.
     options.max_length_ratio = 0.0f;
     options.max_length_extra = max_length > 0 ? max_length : model.config.max_length;
+    options.no_repeat_ngram = model.config.no_repeat_ngram;
     return options;
 }
 

@@ -36,6 +36,7 @@ struct CaptionerConfig {
     int hidden = 0;          // H
     int attention_dim = 0;   // A
     int max_length = 30;     // default caption length limit (tokens, EOS excluded)
+    int no_repeat_ngram = 0; // >= 2: the search never repeats a token n-gram of this size (0: off)
     bool center_grid = false;      // attend over a_i − ā: uniform attention then carries no information
     bool global_feature = false;   // feed g_e = relu(W_g ā + b_g) to the LSTM at every step
     bool learned_initial_state = false;  // W_h0, W_c0 are zero (left out of the file): h_0 = tanh(b_h0), c_0 = tanh(b_c0)
