@@ -4,7 +4,8 @@
     /usr/bin/python3 fuzz/make_seeds.py
 
 fuzz_gguf: the small GGUF fixtures; tiny but complete models that load and run (8-piece vocabularies, 2-wide
-layers): Bahdanau translators (general in F32, dot in F16), a Transformer and a decoder-only captioner; and
+layers): Bahdanau translators (general in F32, dot in F16), a Transformer, a decoder-only captioner and one behind
+a one-layer i8 image encoder; and
 truncated / bit-flipped variants.
 fuzz_tokenizer: first byte = tokenizer index (| 0x80: the rest is little-endian int32 ids), then the text.
 fuzz_image: int32 width, int32 height, u8 output side, u8 flags, pixels (see fuzz/fuzz_image.cpp).
@@ -19,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "models"))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from gguf_writer import GGUFWriter  # noqa: E402
@@ -110,6 +112,34 @@ def tiny_captioner(path):
     w.write()
 
 
+def tiny_captioner_with_i8_encoder(path):
+    """tiny_captioner's decoder behind a one-layer image encoder (3x3 stride-2 convolution, 4x4x3 -> 2x2x4) stored
+    as i8 integers with a scale and zero point, as the shipped captioners store MobileNetV2: model loading runs
+    the i8 path of load_mobilenet_v2."""
+    import export_caption
+    import export_mobilenet
+    import mobilenet_v2 as mnv2
+    import show_attend_tell as sat
+    import tflite_mobilenet
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    q, scale, zero_point = rng.integers(0, 256, size=(4, 3, 3, 3), dtype=np.uint8), np.float32(0.02), 120
+    spec = {"kind": "conv", "kernel": 3, "stride": 2, "padding": "same", "activation": "relu6", "residual": -1,
+            "in_channels": 3, "out_channels": 4, "weight": tflite_mobilenet.dequantize(q, scale, zero_point),
+            "bias": np.linspace(-0.1, 0.1, 4, dtype=np.float32)}
+    encoder = mnv2.MobileNetV2([spec]).eval()
+    cfg = sat.Config(vocab=len(PIECES), feature_dim=4, grid=4, emb=2, hidden=2, attn_dim=2)
+    w = GGUFWriter(path, architecture=export_caption.ARCH)
+    export_caption.add_model_identity(w, "tiny-captioner-i8-encoder", "caption", target_language="en")
+    export_caption.add_decoder(w, sat.ShowAttendTell(cfg), cfg, 2, 2, 5, "f32")
+    w.add_string(export_caption.ARCH + ".encoder", "mobilenet_v2")
+    export_mobilenet.add_mobilenet(w, model=encoder, dtype="i8", feature_layer=0, quantized=[(q, scale, zero_point)],
+                                   input_size=4)
+    add_tiny_tokenizer(w, "target")
+    w.write()
+
+
 def gguf_seeds():
     for name in ("tiny", "metadata_only", "aligned64", "basic"):
         with open(os.path.join(ROOT, "tests/fixtures/gguf", name + ".gguf"), "rb") as f:
@@ -127,6 +157,9 @@ def gguf_seeds():
         tiny_captioner(path)
         with open(path, "rb") as f:
             write("fuzz_gguf", "captioner.f32.gguf", f.read())
+        tiny_captioner_with_i8_encoder(path)
+        with open(path, "rb") as f:
+            write("fuzz_gguf", "captioner.i8_encoder.gguf", f.read())
         tiny_transformer(path)
         with open(path, "rb") as f:
             write("fuzz_gguf", "transformer.f32.gguf", f.read())

@@ -66,15 +66,20 @@ def weight_dtype(array, dtype):
 
 
 def add_mobilenet(writer, model=None, prefix="encoder.", dtype="f16", classifier=False,
-                  feature_layer=mnv2.FEATURE_LAYER_7):
-    """Add the encoder's tensors and attnlab.mobilenet.* metadata to an open GGUFWriter. Returns the model."""
-    quantized = None
-    if dtype == "i8":
+                  feature_layer=mnv2.FEATURE_LAYER_7, quantized=None, input_size=mnv2.INPUT_SIZE):
+    """Add the encoder's tensors and attnlab.mobilenet.* metadata to an open GGUFWriter. Returns the model.
+    dtype "i8" stores `quantized`, one (uint8 weight in the TFLite layout, scale, zero point) per layer, which must
+    dequantize to `model`'s weights exactly; by default the TFLite file's, for the TFLite model (model None)."""
+    if quantized is not None and dtype != "i8":
+        raise ValueError("integer weights are stored only with dtype i8")
+    if dtype == "i8" and quantized is None:
         if model is not None:
             raise ValueError("dtype i8 stores the TFLite model's own weights; a modified model needs f16 or q8_0")
         quantized = [layer["quantized_weight"] for layer in tflite_mobilenet.read_mobilenet()[0]]
     if model is None:
         model = mnv2.load_mobilenet_v2()
+    if quantized is not None and len(quantized) != len(model.layers):
+        raise ValueError(f"{len(quantized)} integer weights for {len(model.layers)} layers")
     specs = [layer.spec() for layer in model.layers]
     if not 0 <= feature_layer < len(specs):
         raise ValueError(f"feature_layer {feature_layer} outside [0, {len(specs)})")
@@ -83,7 +88,7 @@ def add_mobilenet(writer, model=None, prefix="encoder.", dtype="f16", classifier
         if quantized is not None:
             q, scale, zero_point = quantized[i]
             if not np.array_equal(tflite_mobilenet.dequantize(q, scale, zero_point), w):
-                raise ValueError(f"layer {i}: the TFLite integers do not give the model's weights")
+                raise ValueError(f"layer {i}: the integers do not dequantize to the model's weights")
             w = q.astype(np.int16) - 128
         if layer.kind == "conv" and layer.kernel == 1:
             w = w.reshape(w.shape[0], w.shape[3])  # [out, 1, 1, in] -> [out, in]
@@ -101,7 +106,7 @@ def add_mobilenet(writer, model=None, prefix="encoder.", dtype="f16", classifier
         writer.add_array(KEY + name, [int(s[name]) for s in specs], "int32")
     writer.add_array(KEY + "padding", [s["padding"] for s in specs], "string")
     writer.add_array(KEY + "activation", [s["activation"] for s in specs], "string")
-    writer.add_uint32(KEY + "input_size", mnv2.INPUT_SIZE)
+    writer.add_uint32(KEY + "input_size", input_size)
     writer.add_uint32(KEY + "feature_layer", feature_layer)
     writer.add_string(KEY + "preprocess", PREPROCESS)
     if quantized is not None:
