@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The Caption tab's sample photos: public-domain / CC0 colour photographs from scikit-image's data folder (Debian
+"""The Caption tab's sample photos: public-domain / CC0 photographs from scikit-image's data folder (Debian
 python3-skimage), scaled to at most 512 px a side and saved as JPEG (quality 85) in web/app/samples/, plus
 samples.json (the gallery's list) for the page. Licences: web/app/samples/ATTRIBUTION.md.
 
@@ -23,6 +23,8 @@ SAMPLES = [
     ("astronaut.png", "astronaut", "The astronaut Eileen Collins in an orange suit, holding a helmet, in front of a flag"),
     ("rocket.jpg", "rocket", "A Falcon 9 rocket on its launch pad at dusk, between lightning towers"),
     ("hubble_deep_field.jpg", "galaxies", "Hubble's deep field: many galaxies on a dark sky"),
+    # Grayscale (stored as RGB), but a person outdoors: the one sample from the captioners' Flickr8k world.
+    ("camera.png", "cameraman", "Black and white: a man in a dark coat filming with a camera on a tripod, on a lawn"),
 ]
 
 

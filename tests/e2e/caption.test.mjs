@@ -112,7 +112,7 @@ test('caption tab: gallery, file upload and camera; same caption as the module a
   await tab.click();
   await page.waitForFunction(() => /ready/.test(document.getElementById('cap-status-text').textContent), null, { timeout: 60_000 });
   assert.equal(await page.getByTestId('cap-beam').inputValue(), '3');
-  assert.equal(await page.locator('#cap-gallery .cap-sample').count(), 5);
+  assert.equal(await page.locator('#cap-gallery .cap-sample').count(), 6);
 
   // A gallery sample.
   await page.locator('.cap-sample[data-sample="cat"]').click();
