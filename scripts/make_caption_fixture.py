@@ -8,8 +8,9 @@ untrained Show-Attend-Tell captioner WITH an image encoder, so that RGBA in -> c
 Contents: a 10-layer MobileNetV2-style encoder in the export's layout (models/export_mobilenet.add_mobilenet:
 stride-2 stem, depthwise + pointwise convolutions, one residual) giving a 7x7x24 grid from the 224x224 input,
 the decoder (models/export_caption.add_decoder, F16) with the real flickr8k.en tokenizer, both briefly trained
-(over-fitted) to give each of the page's sample photos (web/app/samples, scripts/make_samples.py) its own short
-caption, so that the page shows a different caption per sample; and what PyTorch computes from the F16-rounded
+(over-fitted) to give the page's first five sample photos (web/app/samples, scripts/make_samples.py; the
+cameraman came later) their own short captions, so that the page shows a different caption per sample; and what
+PyTorch computes from the F16-rounded
 weights for one deterministic image (fixture_pixels below, mirrored in tests/js/caption.test.mjs):
     fixture.image_width / fixture.image_height   uint32
     fixture.greedy_ids                            int32 array (no BOS/EOS)
