@@ -66,8 +66,10 @@ def evaluate_engine(args):
     if args.subset:
         imgs = imgs[:args.subset]
     paths = [os.path.join(flickr8k.IMAGE_DIR, img) for img in imgs]
+    ngram = [] if args.no_repeat_ngram is None else ["--no-repeat-ngram", str(args.no_repeat_ngram)]
     out = subprocess.run([args.cli, "caption", "--model", args.engine, "--beam", str(args.beam),
-                          "--max-length", str(args.max_len), *paths], check=True, capture_output=True, text=True)
+                          "--max-length", str(args.max_len), *ngram, *paths], check=True, capture_output=True,
+                         text=True)
     hyps = out.stdout.splitlines()
     if len(hyps) != len(imgs):
         raise SystemExit(f"the CLI printed {len(hyps)} captions for {len(imgs)} images")
@@ -93,8 +95,8 @@ def main(argv=None):
                     help="beam ranking by sum log p / length^this (the engine uses 1; PyTorch rows only)")
     ap.add_argument("--out", help="write image<TAB>caption lines here")
     ap.add_argument("--no-repeat-ngram", type=int, default=None, metavar="N",
-                    help="the search never repeats a token n-gram of this size (0: off). Default: a --gguf file's "
-                         "attnlab.captioner.no_repeat_ngram, else off. PyTorch rows only: --engine uses the file's")
+                    help="the search never repeats a token n-gram of this size (0: off). Default: the --gguf or "
+                         "--engine file's attnlab.captioner.no_repeat_ngram; off for --checkpoint")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -171,7 +171,8 @@ namespace {
 
 Caption caption_grid(const models::Captioner& captioner, const text::Tokenizer& tokenizer, const Matrix& grid,
                      const CaptionOptions& options) {
-    const decode::Hypothesis best = models::caption_from_features(captioner.decoders, grid, options.beam, options.max_length);
+    const decode::Hypothesis best =
+        models::caption_from_features(captioner.decoders, grid, options.beam, options.max_length, options.no_repeat_ngram);
     Caption result;
     result.ids = best.tokens;
     result.text = tokenizer.decode(result.ids);

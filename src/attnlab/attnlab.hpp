@@ -58,6 +58,8 @@ struct Translation {
 struct CaptionOptions {
     int beam = 1;               // 1 = greedy
     int max_length = 0;         // > 0: at most this many tokens; 0: the model's default (attnlab.captioner.max_length)
+    int no_repeat_ngram = -1;   // 2..8: no token n-gram twice in a caption; 0: off; -1: the model's default
+                                // (attnlab.captioner.no_repeat_ngram)
 };
 
 struct Caption {

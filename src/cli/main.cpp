@@ -29,13 +29,15 @@ constexpr const char* kUsage =
     "  translate --model FILE [--beam N] [--max-length N] [--json] [TEXT...]\n"
     "                                            translate TEXT, or each line of stdin when no TEXT is given;\n"
     "                                            a terminal also gets the alignment as a text heatmap\n"
-    "  caption --model FILE [--beam N] [--max-length N] [--json] IMAGE...\n"
-    "                                            caption JPEG/PNG images, one line per image\n";
+    "  caption --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--json] IMAGE...\n"
+    "                                            caption JPEG/PNG images, one line per image\n"
+    "                                            (--no-repeat-ngram: 0 off, 2..8; default: the model's)\n";
 
 struct Arguments {
     std::string model;
     int beam = 1;
     int max_length = 0;
+    int no_repeat_ngram = -1;  // the model's default
     bool json = false;
     std::vector<std::string> words;
 };
@@ -59,6 +61,7 @@ Arguments parse(const std::vector<std::string>& args) {
         if (a == "--model" || a == "-m") out.model = value();
         else if (a == "--beam") out.beam = parse_int(a, value());
         else if (a == "--max-length") out.max_length = parse_int(a, value());
+        else if (a == "--no-repeat-ngram") out.no_repeat_ngram = parse_int(a, value());
         else if (a == "--json") out.json = true;
         else if (a == "--") { out.words.insert(out.words.end(), args.begin() + i + 1, args.end()); break; }
         else if (a.size() > 1 && a[0] == '-' && a[1] == '-') attnlab::fail("unknown option " + a);
@@ -188,6 +191,7 @@ int run_caption(const Arguments& args) {
     attnlab::CaptionOptions options;
     options.beam = args.beam;
     options.max_length = args.max_length;
+    options.no_repeat_ngram = args.no_repeat_ngram;
     // One line per image, so a bad file answers with an error in its place and the status becomes 1.
     int status = 0;
     for (const std::string& path : args.words) {

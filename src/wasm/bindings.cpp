@@ -147,7 +147,7 @@ public:
     }
 
     // rgba: a Uint8Array or Uint8ClampedArray of width × height × 4 bytes, copied into wasm memory in one set().
-    val caption(const val& rgba, int width, int height, int beam, int max_length) const {
+    val caption(const val& rgba, int width, int height, int beam, int max_length, int no_repeat_ngram) const {
         return guarded([&] {
             attnlab::check(rgba.instanceof(val::global("Uint8Array")) || rgba.instanceof(val::global("Uint8ClampedArray")),
                            "the image pixels must be a Uint8Array or Uint8ClampedArray");
@@ -167,6 +167,7 @@ public:
             attnlab::CaptionOptions options;
             options.beam = beam;
             options.max_length = max_length;
+            options.no_repeat_ngram = no_repeat_ngram;
             const attnlab::Caption c = model_.caption(pixels.data(), width, height, options);
             const std::size_t T = c.tokens.size();
             const std::size_t cells = static_cast<std::size_t>(c.grid_height) * static_cast<std::size_t>(c.grid_width);

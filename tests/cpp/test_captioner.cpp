@@ -226,6 +226,16 @@ TEST_CASE("captioner: attnlab.captioner.no_repeat_ngram = 2 gives PyTorch's gree
         }
     }
     if (variant != Variant::centered) CHECK(changed > 0);   // (the centered decoder's captions never repeat a bigram)
+
+    // A caller's setting overrides the file's: 2 on the unpatched file, 0 (off) on the patched one.
+    const Matrix grid = fixture_grid(file, 0, members.front().config);
+    CHECK(models::caption_from_features(unconstrained, grid, 3, 0, 2).tokens ==
+          file.get_i32_array("fixture.0.norepeat2_beam3_tokens"));
+    CHECK(models::caption_from_features(members, grid, 3, 0, 0).tokens ==
+          models::caption_from_features(unconstrained, grid, 3).tokens);
+    for (int bad : {-2, 1, 9})
+        CHECK_THROWS_WITH_AS(models::caption_from_features(members, grid, 3, 0, bad),
+                             doctest::Contains("noRepeatNgram must be"), Error);
 }
 
 TEST_CASE("captioner: bad grids, tokens and options are attnlab::Error") {

@@ -51,12 +51,17 @@ test('the fixture image: PyTorch\'s greedy ids (stored in the file), and the CLI
 
   const png = join(workDir, 'fixture.png');
   await writeFile(png, encodePng(image));
-  for (const options of [{ beam: 1 }, { beam: 3 }, { beam: 2, maxLength: 3 }]) {
+  for (const options of [{ beam: 1 }, { beam: 3 }, { beam: 2, maxLength: 3 }, { beam: 3, noRepeatNgram: 2 },
+                         { beam: 1, noRepeatNgram: 0 }]) {
     const got = await model.caption(image, options);
     const label = `fixture ${JSON.stringify(options)}`;
     assertSameCaption(got, cliCaption(png, options), label);
     assertRowsSumToOne(got.attention, label);
     if (options.maxLength) assert.ok(got.tokens.length <= options.maxLength);
+    if (options.noRepeatNgram === 2) {
+      const bigrams = got.ids.slice(1).map((id, i) => `${got.ids[i]} ${id}`);
+      assert.equal(new Set(bigrams).size, bigrams.length, `${label}: a bigram repeats: ${got.ids}`);
+    }
   }
 });
 
@@ -109,7 +114,9 @@ test('bad images and options reject with clear messages, and the model keeps wor
     await assert.rejects(model.caption(image), message, `image ${JSON.stringify(image)?.slice(0, 60)}`);
   }
   for (const [options, message] of [[{ beam: 0 }, /beam must be/], [{ beam: 65 }, /beam must be/], [{ beam: 1.5 }, /beam/],
-                                    [{ maxLength: -1 }, /maxLength/], [{ maxLength: 201 }, /maxLength/], [null, /options/]]) {
+                                    [{ maxLength: -1 }, /maxLength/], [{ maxLength: 201 }, /maxLength/], [null, /options/],
+                                    [{ noRepeatNgram: 1 }, /noRepeatNgram must be/], [{ noRepeatNgram: 9 }, /noRepeatNgram/],
+                                    [{ noRepeatNgram: -2 }, /noRepeatNgram/], [{ noRepeatNgram: 2.5 }, /noRepeatNgram/]]) {
     await assert.rejects(model.caption(good, options), message, JSON.stringify(options));
   }
   const after = await model.caption(good);

@@ -55,9 +55,10 @@ export function encodePng({ data, width, height }) {
 }
 
 /** The CLI's caption (parsed --json) of an image file. */
-export function cliCaption(path, { beam = 1, maxLength = 0 } = {}, model = CAPTION_MODEL) {
+export function cliCaption(path, { beam = 1, maxLength = 0, noRepeatNgram = -1 } = {}, model = CAPTION_MODEL) {
   const args = ['caption', '--model', model, '--json', '--beam', String(beam)];
   if (maxLength > 0) args.push('--max-length', String(maxLength));
+  if (noRepeatNgram >= 0) args.push('--no-repeat-ngram', String(noRepeatNgram));
   return JSON.parse(execFileSync(CLI, [...args, path], { encoding: 'utf8' }));
 }
 

@@ -133,6 +133,12 @@ test('caption: wrong model kind, missing, empty, non-image and directory images 
     assertCleanFailure(['caption', '--model', captioner, path]);
   }
   assertCleanFailure(['caption', '--model', badModels.empty, image]);
+  const withEncoder = join(root, 'tests/fixtures/caption/tiny_encoder_model.gguf');
+  const photo = join(root, 'web/app/samples/cat.jpg');
+  for (const value of ['1', '9', '-1', 'x', '']) {
+    assertCleanFailure(['caption', '--model', withEncoder, '--no-repeat-ngram', value, photo], '',
+                       /no-repeat-ngram|noRepeatNgram/);
+  }
 });
 
 // Issue 8's bad-input matrix, the CLI side of tests/js/bad_input_cases.mjs.

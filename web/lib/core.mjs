@@ -6,6 +6,7 @@ import { checkPixels } from './image.mjs';
 export const MAX_BEAM = 64;
 export const MAX_LENGTH = 1000;
 export const MAX_CAPTION_LENGTH = 200;  // the engine's limit (kMaxCaptionLength)
+export const MAX_NO_REPEAT_NGRAM = 8;  // the engine's limit (captioner.cpp, decode/search.cpp)
 export const TASKS = ['translate', 'caption'];
 
 function engineError(error) {
@@ -38,17 +39,24 @@ export function validateTranslate(text, options = {}) {
   return { beam, maxLength };
 }
 
-/** Checks caption()'s options; returns { beam, maxLength } with defaults filled in (maxLength 0: the model's). */
+/**
+ * Checks caption()'s options; returns { beam, maxLength, noRepeatNgram } with defaults filled in (maxLength 0 and
+ * noRepeatNgram -1: the model's).
+ */
 export function validateCaptionOptions(options = {}) {
   if (options === null || typeof options !== 'object') throw new Error('attnlab: caption() options must be an object');
-  const { beam = 1, maxLength = 0 } = options;
+  const { beam = 1, maxLength = 0, noRepeatNgram = -1 } = options;
   if (!Number.isInteger(beam) || beam < 1 || beam > MAX_BEAM) {
     throw new Error(`attnlab: beam must be an integer from 1 to ${MAX_BEAM}, got ${beam}`);
   }
   if (!Number.isInteger(maxLength) || maxLength < 0 || maxLength > MAX_CAPTION_LENGTH) {
     throw new Error(`attnlab: maxLength must be an integer from 0 (the model's default) to ${MAX_CAPTION_LENGTH}, got ${maxLength}`);
   }
-  return { beam, maxLength };
+  if (!Number.isInteger(noRepeatNgram) || !(noRepeatNgram === -1 || noRepeatNgram === 0 ||
+                                            (noRepeatNgram >= 2 && noRepeatNgram <= MAX_NO_REPEAT_NGRAM))) {
+    throw new Error(`attnlab: noRepeatNgram must be -1 (the model's default), 0 (off) or an integer from 2 to ${MAX_NO_REPEAT_NGRAM}, got ${noRepeatNgram}`);
+  }
+  return { beam, maxLength, noRepeatNgram };
 }
 
 /** The message for calling a method the model's task does not have. */
@@ -108,10 +116,10 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
     // pixels: { data: Uint8Array | Uint8ClampedArray (RGBA), width, height }
     caption(pixels, options) {
       if (info.task !== 'caption') throw new Error(wrongTask(info, 'caption'));
-      const { beam, maxLength } = validateCaptionOptions(options);
+      const { beam, maxLength, noRepeatNgram } = validateCaptionOptions(options);
       const { data, width, height } = checkPixels(pixels);
       try {
-        return model.caption(data, width, height, beam, maxLength);
+        return model.caption(data, width, height, beam, maxLength, noRepeatNgram);
       } catch (error) {
         throw engineError(error);
       }

@@ -96,6 +96,11 @@ export interface CaptionOptions {
   beam?: number;
   /** At most this many tokens, up to 200; 0 (the default) means the model's own limit. */
   maxLength?: number;
+  /**
+   * No token n-gram of this size twice in the caption: 2 to 8, or 0 for no such rule. -1 (the default) means the
+   * model's own setting (the shipped Flickr8k captioner's is 3).
+   */
+  noRepeatNgram?: number;
 }
 
 /** RGBA pixels, row-major, 4 bytes a pixel (alpha is ignored): what ImageData holds, and what works in Node. */

@@ -195,14 +195,14 @@ class WorkerModel {
     const transfer = [];
     try {
       if (this.info && this.info.task !== 'caption') throw new Error(wrongTask(this.info, 'caption'));
-      const { beam, maxLength } = validateCaptionOptions(options);
+      const checked = validateCaptionOptions(options);
       if (isImageBitmap(image)) {
         checkBitmap(image);
         transfer.push(image);
-        args = { image, options: { beam, maxLength } };
+        args = { image, options: checked };
       } else {
         const { data, width, height } = toPixels(image);
-        args = { image: { data, width, height }, options: { beam, maxLength } };
+        args = { image: { data, width, height }, options: checked };
       }
     } catch (error) {
       return Promise.reject(error);

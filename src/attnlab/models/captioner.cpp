@@ -222,24 +222,27 @@ decode::StatePtr CaptionDecoder::step(const decode::DecoderState& state, int32_t
     return next;
 }
 
-decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model, int beam, int max_length) {
+decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model, int beam, int max_length,
+                                             int no_repeat_ngram) {
     check(max_length >= 0 && max_length <= kMaxCaptionLength,
           "maxLength must be between 0 (the model's default) and " + std::to_string(kMaxCaptionLength));
+    check(no_repeat_ngram == -1 || no_repeat_ngram == 0 || (no_repeat_ngram >= 2 && no_repeat_ngram <= 8),
+          "noRepeatNgram must be -1 (the model's default), 0 (off) or 2..8, got " + std::to_string(no_repeat_ngram));
     decode::SearchOptions options;
     options.beam = beam;
     options.length_penalty = 1.0f;
     // A caption's length does not depend on the grid: a fixed limit, like models/show_attend_tell.py.
     options.max_length_ratio = 0.0f;
     options.max_length_extra = max_length > 0 ? max_length : model.config.max_length;
-    options.no_repeat_ngram = model.config.no_repeat_ngram;
+    options.no_repeat_ngram = no_repeat_ngram >= 0 ? no_repeat_ngram : model.config.no_repeat_ngram;
     return options;
 }
 
 namespace {
 
 decode::Hypothesis search_members(std::vector<const CaptionDecoderWeights*> members, const Matrix& annotations,
-                                  int beam, int max_length) {
-    const decode::SearchOptions options = caption_search_options(*members.front(), beam, max_length);
+                                  int beam, int max_length, int no_repeat_ngram) {
+    const decode::SearchOptions options = caption_search_options(*members.front(), beam, max_length, no_repeat_ngram);
     std::vector<CaptionEncoded> encoded;
     for (const CaptionDecoderWeights* member : members) encoded.push_back(caption_prepare(*member, annotations));
     const CaptionDecoder decoder(std::move(members), std::move(encoded));
@@ -249,16 +252,16 @@ decode::Hypothesis search_members(std::vector<const CaptionDecoderWeights*> memb
 }  // namespace
 
 decode::Hypothesis caption_from_features(const CaptionDecoderWeights& model, const Matrix& annotations, int beam,
-                                         int max_length) {
-    return search_members({&model}, annotations, beam, max_length);
+                                         int max_length, int no_repeat_ngram) {
+    return search_members({&model}, annotations, beam, max_length, no_repeat_ngram);
 }
 
 decode::Hypothesis caption_from_features(const std::vector<CaptionDecoderWeights>& members, const Matrix& annotations,
-                                         int beam, int max_length) {
+                                         int beam, int max_length, int no_repeat_ngram) {
     check(!members.empty(), "the captioner has no decoder");
     std::vector<const CaptionDecoderWeights*> pointers;
     for (const CaptionDecoderWeights& member : members) pointers.push_back(&member);
-    return search_members(std::move(pointers), annotations, beam, max_length);
+    return search_members(std::move(pointers), annotations, beam, max_length, no_repeat_ngram);
 }
 
 Captioner load_captioner(const gguf::File& file) {

@@ -103,15 +103,17 @@ private:
     std::vector<CaptionEncoded> encoded_;
 };
 
-// Search options for a caption of at most max_length tokens (0: the model's default), whatever the grid size.
-decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model, int beam, int max_length);
+// Search options for a caption of at most max_length tokens (0: the model's default), whatever the grid size;
+// no_repeat_ngram: -1 the model's (attnlab.captioner.no_repeat_ngram), 0 off, 2..8 that n.
+decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model, int beam, int max_length,
+                                             int no_repeat_ngram = -1);
 
 // annotations [G, C] -> the best hypothesis (tokens without BOS/EOS, attention [tokens][G]) of one decoder, or of an
 // ensemble's members decoding together.
 decode::Hypothesis caption_from_features(const CaptionDecoderWeights& model, const Matrix& annotations, int beam = 1,
-                                         int max_length = 0);
+                                         int max_length = 0, int no_repeat_ngram = -1);
 decode::Hypothesis caption_from_features(const std::vector<CaptionDecoderWeights>& members, const Matrix& annotations,
-                                         int beam = 1, int max_length = 0);
+                                         int beam = 1, int max_length = 0, int no_repeat_ngram = -1);
 
 // The whole captioner of one file: the decoder and, when the file has attnlab.mobilenet.* keys, the encoder.
 struct Captioner {
