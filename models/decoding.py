@@ -34,6 +34,14 @@ def length_limits(src_len, max_len_a, max_len_b) -> List[int]:
     return (max_len_a * src_len.float() + max_len_b).long().tolist()
 
 
+def repeated_ngram_tokens(history: List[int], n: int) -> List[int]:
+    """The tokens that would complete an n-gram `history` already holds (n < 2: none)."""
+    if n < 2 or len(history) < n - 1:
+        return []
+    prefix = history[len(history) - n + 1:]
+    return [history[i + n - 1] for i in range(len(history) - n + 1) if history[i:i + n - 1] == prefix]
+
+
 def ban_repeated_ngrams(logp, histories, n):
     """In place: -inf for every token that would repeat an n-gram of its row's history (n < 2: nothing)."""
     if n < 2:
@@ -68,14 +76,6 @@ def greedy_search(step: Callable, state, src_len, max_len_a=1.5, max_len_b=10, o
             break
     seqs = torch.stack(out, 1).tolist()
     return [strip_after_eos(seq)[:lim] for seq, lim in zip(seqs, length_limits(src_len, max_len_a, max_len_b))]
-
-
-def repeated_ngram_tokens(history: List[int], n: int) -> List[int]:
-    """The tokens that would complete an n-gram `history` already holds (n < 2: none)."""
-    if n < 2 or len(history) < n - 1:
-        return []
-    prefix = history[len(history) - n + 1:]
-    return [history[i + n - 1] for i in range(len(history) - n + 1) if history[i:i + n - 1] == prefix]
 
 
 def beam_search(step: Callable, state, reorder: Callable, src_len, beam=5, alpha=1.0,
