@@ -12,6 +12,10 @@ the training features came from, in half the bytes of f16); "same" follows --dty
 A decoder with learned initial states (Config.init_from_image False) has zero, frozen init_h.weight / init_c.weight:
 they are left out, and h_0 = tanh(init_h.bias), c_0 = tanh(init_c.bias).
 
+--checkpoint (and --member) may also be an exported single-decoder captioner GGUF file: its decoder weights (as
+stored, e.g. f16) are re-exported with this run's options, as when a file shipped before --encoder-dtype or
+--no-repeat-ngram existed and its checkpoint is gone (load_source).
+
 Ensembles (--member CKPT, repeatable): the decoders of several checkpoints over the same grid and tokenizer decode
 as one (models/show_attend_tell.py's Ensemble: the mean of their next-word distributions, the mean of their
 attention). Member 0 is --checkpoint, written exactly as a single model; member k >= 1 has its tensors under
@@ -106,6 +110,33 @@ def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16", global_is_g
     return add_state_dict(w, {member_prefixes(member)[1] + k: v for k, v in state.items()}, dtype)
 
 
+def load_source(path, root=ROOT):
+    """A train_caption.py checkpoint, or the same fields rebuilt from an exported single-decoder GGUF file."""
+    from export_common import is_gguf
+    if not is_gguf(path):
+        return torch.load(path, map_location="cpu")
+    from evaluate_caption import load_gguf_decoder
+    from tokenizer_gguf import read_spm_model
+    model, meta = load_gguf_decoder(path)
+    if not isinstance(model, sat.ShowAttendTell):
+        raise SystemExit(f"{path} holds an ensemble: re-export it from its members' checkpoints")
+    p = ARCH + "."
+    spm = os.path.join("models", "tokenizers", "flickr8k.en.model")
+    if meta.get("tokenizer.target.tokens") != read_spm_model(os.path.join(root, spm))["pieces"]:
+        raise SystemExit(f"{path}: its tokenizer is not {spm}")
+    cfg = model.cfg
+    state = model.state_dict()
+    if cfg.init_from_image and not any(torch.count_nonzero(state[k]) for k in ("init_h.weight", "init_c.weight")):
+        cfg = sat.Config(**dict(cfg.to_dict(), init_from_image=False))   # zero W_h0, W_c0: learned constants
+    run_state = {"train_seconds": meta["attnlab.training_seconds"]} if "attnlab.training_seconds" in meta else {}
+    if "attnlab.dev_bleu4" in meta:
+        run_state["best_bleu"] = meta["attnlab.dev_bleu4"]
+    return {"config": cfg.to_dict(), "model": state, "state": run_state,
+            "meta": {"grid_h": meta[p + "grid_height"], "grid_w": meta[p + "grid_width"], "spm": spm,
+                     "feature_layer": meta.get(p + "feature_layer", "last"), "max_len": meta[p + "max_length"],
+                     "name": meta.get("general.name", "show-attend-tell-flickr8k")}}
+
+
 def export(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype="i8", no_repeat_ngram=0):
     """checkpoints: one path, or several whose decoders form an ensemble (models/show_attend_tell.py's Ensemble).
     encoder_dtype: "i8" (the TFLite integers), or f16 / q8_0 / f32 ("same": dtype)."""
@@ -113,7 +144,7 @@ def export(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype=
     encoder_dtype = dtype if encoder_dtype == "same" else encoder_dtype
     if isinstance(checkpoints, str):
         checkpoints = [checkpoints]
-    loaded = [torch.load(path, map_location="cpu") for path in checkpoints]
+    loaded = [load_source(path, root) for path in checkpoints]
     meta, state = loaded[0]["meta"], loaded[0].get("state")
     models = []
     for path, ck in zip(checkpoints, loaded):

@@ -144,6 +144,27 @@ class Decoder(unittest.TestCase):
             model.encode(grid)
 
 
+class Export(unittest.TestCase):
+    def test_an_exported_file_re_exports_to_the_same_decoder(self):
+        """export_caption.py --checkpoint FILE.gguf: the decoder as stored, plus this run's options."""
+        import tempfile
+        import export_caption
+        from export_common import read_gguf_tensors
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "caption",
+                              "tiny_model.gguf")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "again.gguf")
+            export_caption.export(source, "f16", out, with_encoder=False, no_repeat_ngram=3)
+            meta0, tensors0 = read_gguf_tensors(source)
+            meta1, tensors1 = read_gguf_tensors(out)
+        for name, values in tensors1.items():
+            self.assertTrue(torch.equal(torch.from_numpy(values), torch.from_numpy(tensors0[name])), name)
+        self.assertEqual(set(tensors1), {k for k in tensors0 if not k.startswith("fixture.")})   # + its test data
+        self.assertEqual(meta1["attnlab.captioner.no_repeat_ngram"], 3)
+        for key in ("attnlab.captioner.hidden_size", "attnlab.captioner.max_length", "tokenizer.target.tokens"):
+            self.assertEqual(meta1[key], meta0[key], key)
+
+
 class Flickr8k(unittest.TestCase):
     def test_clean_caption(self):
         self.assertEqual(flickr8k.clean_caption("A  Dog runs through the grass ."), "a dog runs through the grass")
