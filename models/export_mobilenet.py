@@ -75,7 +75,9 @@ def add_mobilenet(writer, model=None, prefix="encoder.", dtype="f16", classifier
     if dtype == "i8" and quantized is None:
         if model is not None:
             raise ValueError("dtype i8 stores the TFLite model's own weights; a modified model needs f16 or q8_0")
-        quantized = [layer["quantized_weight"] for layer in tflite_mobilenet.read_mobilenet()[0]]
+        layers, tflite_classifier = tflite_mobilenet.read_mobilenet()   # one read: the integers and the model
+        quantized = [layer["quantized_weight"] for layer in layers]
+        model = mnv2.MobileNetV2(layers, tflite_classifier).eval()
     if model is None:
         model = mnv2.load_mobilenet_v2()
     if quantized is not None and len(quantized) != len(model.layers):
