@@ -57,7 +57,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from export_common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,  # noqa: E402
-                           export_parser, report_written)
+                           export_parser, is_gguf, report_written)
 from gguf_writer import GGUFWriter  # noqa: E402
 import show_attend_tell as sat  # noqa: E402
 from tokenizer_gguf import add_tokenizer  # noqa: E402
@@ -112,7 +112,6 @@ def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16", global_is_g
 
 def load_source(path, root=ROOT):
     """A train_caption.py checkpoint, or the same fields rebuilt from an exported single-decoder GGUF file."""
-    from export_common import is_gguf
     if not is_gguf(path):
         return torch.load(path, map_location="cpu")
     from evaluate_caption import load_gguf_decoder

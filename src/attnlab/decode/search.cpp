@@ -13,7 +13,6 @@ namespace attnlab::decode {
 namespace {
 
 constexpr int kMaxBeam = 64;
-constexpr int kMaxNoRepeatNgram = 8;
 
 void validate(const SearchOptions& options) {
     check(options.beam >= 1 && options.beam <= kMaxBeam,

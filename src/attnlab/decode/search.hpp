@@ -32,6 +32,8 @@ public:
     virtual StatePtr step(const DecoderState& state, int32_t token, StepOutput& out) const = 0;
 };
 
+constexpr int kMaxNoRepeatNgram = 8;  // the longest n-gram SearchOptions::no_repeat_ngram may name
+
 struct SearchOptions {
     int beam = 1;                    // 1 = greedy
     float length_penalty = 1.0f;     // hypotheses are ranked by Σ log p / length^length_penalty (EOS counted)

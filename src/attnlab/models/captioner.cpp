@@ -19,6 +19,9 @@ constexpr const char* kArchitecture = "attnlab.captioner";
 constexpr int kMaxCaptionLength = 200;
 constexpr int kMaxEnsembleSize = 8;
 
+// A file's or a caller's n-gram size: 0 (off) or 2..kMaxNoRepeatNgram (1 would ban every repeated token).
+bool valid_no_repeat_ngram(int n) { return n == 0 || (n >= 2 && n <= decode::kMaxNoRepeatNgram); }
+
 struct CaptionState : decode::DecoderState {
     std::vector<Vector> h, c;  // per member [H]
 };
@@ -45,8 +48,8 @@ CaptionDecoderWeights load_caption_decoder(const gguf::File& file, int member) {
     check(c.max_length > 0 && c.max_length <= kMaxCaptionLength, "attnlab.captioner.max_length must be 1.." +
                                                                      std::to_string(kMaxCaptionLength));
     c.no_repeat_ngram = static_cast<int>(file.get_u32_or(p + "no_repeat_ngram", 0));
-    check(c.no_repeat_ngram == 0 || (c.no_repeat_ngram >= 2 && c.no_repeat_ngram <= 8),
-          "attnlab.captioner.no_repeat_ngram must be 0 (off) or 2..8");
+    check(valid_no_repeat_ngram(c.no_repeat_ngram),
+          "attnlab.captioner.no_repeat_ngram must be 0 (off) or 2.." + std::to_string(decode::kMaxNoRepeatNgram));
     check(file.get_string_or(p + "score", "additive") == "additive" && file.get_string_or(p + "gate", "scalar") == "scalar" &&
               file.get_string_or(p + "deep_output", "linear") == "linear",
           "this captioner uses an attention, gate or deep output the engine does not implement");
@@ -226,8 +229,9 @@ decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model,
                                              int no_repeat_ngram) {
     check(max_length >= 0 && max_length <= kMaxCaptionLength,
           "maxLength must be between 0 (the model's default) and " + std::to_string(kMaxCaptionLength));
-    check(no_repeat_ngram == -1 || no_repeat_ngram == 0 || (no_repeat_ngram >= 2 && no_repeat_ngram <= 8),
-          "noRepeatNgram must be -1 (the model's default), 0 (off) or 2..8, got " + std::to_string(no_repeat_ngram));
+    check(no_repeat_ngram == -1 || valid_no_repeat_ngram(no_repeat_ngram),
+          "noRepeatNgram must be -1 (the model's default), 0 (off) or 2.." + std::to_string(decode::kMaxNoRepeatNgram) +
+              ", got " + std::to_string(no_repeat_ngram));
     decode::SearchOptions options;
     options.beam = beam;
     options.length_penalty = 1.0f;
