@@ -1,5 +1,5 @@
 // Kernel benchmark: SIMD kernels (attnlab::kernels) against the scalar reference, natively and in wasm.
-// Prints a table, then as its LAST line one JSON object that scripts/bench_kernels.mjs parses:
+// Prints a table, then as its LAST line one JSON object that bench/bench_kernels.mjs parses:
 //   {"simd": "<simd_name()>", "results": {"gemm_nt_256_f32": {"simd_gflops": x, "scalar_gflops": y}, ...}}
 #include <algorithm>
 #include <chrono>

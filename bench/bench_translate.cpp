@@ -1,5 +1,5 @@
 // Translation benchmark of the engine core: greedy decoding at batch 1 with per-phase timing, for the comparison
-// with PyTorch eager (bench/bench_pytorch.py) that scripts/bench_translate.mjs runs on the same source ids.
+// with PyTorch eager (bench/bench_pytorch.py) that bench/bench_translate.mjs runs on the same source ids.
 //
 //   bench_translate --model FILE.gguf --ids FILE [--limit N] [--profile]
 //

@@ -1,4 +1,4 @@
-// The translation benchmark's timed loops, shared by Node (scripts/bench_translate.mjs) and headless Chromium
+// The translation benchmark's timed loops, shared by Node (bench/bench_translate.mjs) and headless Chromium
 // (bench/translate_page.mjs): one function per engine, both greedy, both batch 1, both fed the same source ids.
 //
 // attnlab is timed through its public API (loadModel / translate), so its numbers include what a user pays for:

@@ -1,4 +1,4 @@
-// Headless Chromium side of the translation benchmark (driven by scripts/bench_translate.mjs): attnlab through its
+// Headless Chromium side of the translation benchmark (driven by bench/bench_translate.mjs): attnlab through its
 // npm module in the page's thread (no worker, so both engines run on the same thread) and onnxruntime-web's wasm
 // backend, interleaved sentence by sentence on the same sentences and source ids. Sets
 // window.benchResult = { models: { kind: { attnlab, ort, [attnlab_q8], mismatches } } } or { error }.

@@ -16,10 +16,9 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 
 import { createAppServer } from '../web/server.mjs';
-import { CHROMIUM, CHROMIUM_ARGS } from './chromium.mjs';
+import { launchChromium } from '../tests/support/chromium.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const short = process.argv.includes('--short');
@@ -194,7 +193,7 @@ async function main() {
   const origin = `http://localhost:${server.address().port}`;
   const securityHeaders = Object.fromEntries([...(await fetch(`${origin}/`)).headers].filter(([name]) =>
     /^(content-security-policy|cross-origin-(opener|embedder)-policy)$/.test(name)));
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  const browser = await launchChromium();
   const summary = { ok: false, short, calls: { translate: 0, caption: 0 }, seconds: 0, memory: {} };
   const problems = [];
   try {

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 
 import { CONCURRENT, PROBE, cases } from '../js/bad_input_cases.mjs';
 import { cliTranslate, repoRoot } from '../js/fixture_model.mjs';
-import { offsiteRequests } from '../../scripts/chromium.mjs';
-import { startSite } from './harness.mjs';
+import { offsiteRequests } from '../support/chromium.mjs';
+import { startSite } from '../support/site.mjs';
 
 const TRANSLATOR = join(repoRoot, 'tests/fixtures/rnn/additive.gguf');
 // A captioner with an image encoder (tiny_model.gguf has none: it captions only precomputed features).

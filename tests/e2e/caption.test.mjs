@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { loadModel } from '../../web/lib/index.mjs';
 import { repoRoot } from '../js/fixture_model.mjs';
 import { CAPTION_MODEL, assertSameCaption, cliCaption, encodePng } from '../js/caption_fixture.mjs';
-import { CHROMIUM_ARGS, offsiteRequests } from '../../scripts/chromium.mjs';
-import { startSite } from './harness.mjs';
+import { CHROMIUM_ARGS, offsiteRequests } from '../support/chromium.mjs';
+import { startSite } from '../support/site.mjs';
 
 const CAMERA_ARGS = [...CHROMIUM_ARGS, '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream'];
 const SAMPLES = join(repoRoot, 'web/app/samples');

@@ -3,7 +3,7 @@
 // the Score functions tab take.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSite } from './harness.mjs';
+import { startSite } from '../support/site.mjs';
 
 const R = new URL('../../', import.meta.url).pathname;
 let site, origin, context;

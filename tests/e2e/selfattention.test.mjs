@@ -9,8 +9,8 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/lib/index.mjs';
 import { repoRoot } from '../js/fixture_model.mjs';
-import { offsiteRequests } from '../../scripts/chromium.mjs';
-import { startSite } from './harness.mjs';
+import { offsiteRequests } from '../support/chromium.mjs';
+import { startSite } from '../support/site.mjs';
 
 const MODEL = join(repoRoot, 'tests/fixtures/transformer/tiny.gguf');
 const SAMPLE = 'The Law will never be perfect, but its application should be just.';  // the tab's first sample

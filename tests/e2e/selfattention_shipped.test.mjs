@@ -10,8 +10,8 @@ import { join } from 'node:path';
 
 import { loadModel } from '../../web/lib/index.mjs';
 import { repoRoot } from '../js/fixture_model.mjs';
-import { offsiteRequests } from '../../scripts/chromium.mjs';
-import { startSite } from './harness.mjs';
+import { offsiteRequests } from '../support/chromium.mjs';
+import { startSite } from '../support/site.mjs';
 
 const ID = 'transformer-de-en';
 const SAMPLE = 'Das Gesetz wird nie perfekt sein, aber seine Anwendung sollte gerecht sein.';  // the tab's first DE sample

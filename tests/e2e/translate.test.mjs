@@ -7,8 +7,8 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { cliTranslate, repoRoot, requireModel } from '../js/fixture_model.mjs';
-import { offsiteRequests } from '../../scripts/chromium.mjs';
-import { startSite } from './harness.mjs';
+import { offsiteRequests } from '../support/chromium.mjs';
+import { startSite } from '../support/site.mjs';
 
 const SAMPLE = 'A dog runs on the beach.';  // one of the page's EN samples
 

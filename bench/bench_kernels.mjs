@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Runs the kernel benchmark (bench/bench_kernels.cpp) natively and in wasm, and compares them. Builds
-// nothing: scripts/bench.sh builds build/native (-march=native), build/native-sse2 (x86-64 baseline SSE2,
+// nothing: bench/run.sh builds build/native (-march=native), build/native-sse2 (x86-64 baseline SSE2,
 // the same 4-lane vectors as wasm SIMD128) and build/wasm first.
-//   node scripts/bench_kernels.mjs [case-filter]
-//   RUNS=5 NATIVE_BUILD=... NATIVE_SSE2_BUILD=... WASM_BUILD=... node scripts/bench_kernels.mjs
+//   node bench/bench_kernels.mjs [case-filter]
+//   RUNS=5 NATIVE_BUILD=... NATIVE_SSE2_BUILD=... WASM_BUILD=... node bench/bench_kernels.mjs
 // Each binary runs RUNS times (default 3; the machine is shared, numbers fluctuate); the table shows the
 // best run and, in parentheses, the median. Targets (judged against the default native build): wasm SIMD
 // >= 0.7x native SIMD, and wasm SIMD >= 3x wasm scalar. wasm / native-sse2 is printed for fairness (equal
@@ -49,7 +49,7 @@ function runOnce([command, args], what) {
 function commandFor(kind) {
   if (kind === 'wasm') {
     const js = path.join(builds.wasm, 'bench_kernels.js');
-    if (!existsSync(js)) throw new Error(`no wasm benchmark at ${js} (run scripts/bench.sh or set WASM_BUILD)`);
+    if (!existsSync(js)) throw new Error(`no wasm benchmark at ${js} (run bench/run.sh or set WASM_BUILD)`);
     if (!existsSync(path.join(builds.wasm, 'package.json')))
       throw new Error(`${builds.wasm}/package.json is missing: re-run cmake there (it declares the .js CommonJS)`);
     // --no-liftoff: compile with TurboFan up front. Otherwise V8 starts in its baseline compiler and swaps in
@@ -58,7 +58,7 @@ function commandFor(kind) {
     return [process.execPath, ['--no-liftoff', js, filter]];
   }
   const binary = path.join(builds[kind], 'bench_kernels');
-  if (!existsSync(binary)) throw new Error(`no ${kind} benchmark at ${binary} (run scripts/bench.sh)`);
+  if (!existsSync(binary)) throw new Error(`no ${kind} benchmark at ${binary} (run bench/run.sh)`);
   return [binary, [filter]];
 }
 

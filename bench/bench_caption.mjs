@@ -3,13 +3,15 @@
 // (web/server.mjs, the real manifest's caption models), and for each model and beam size captions every gallery
 // sample twice; the page's own "captioned in N ms" (decode-free: RGBA pixels -> model.caption() in the worker ->
 // result) of the second round is what counts, the first warms up. Prints a table and, last, a JSON line.
-//   node scripts/bench_caption.mjs [--models id,id] [--beams 1,3]
+//   node bench/bench_caption.mjs [--models id,id] [--beams 1,3]
 // Needs web/dist (npm run build). The numbers depend on the machine: quote them with it (docs/performance.md).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-import { repoRoot } from '../tests/js/fixture_model.mjs';
-import { startSite } from '../tests/e2e/harness.mjs';
+import { startSite } from '../tests/support/site.mjs';
+
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 
 function option(name, fallback) {
   const at = process.argv.indexOf(name);

@@ -1,4 +1,4 @@
-// The setup every browser test shares: a temporary models folder with copies of test models and a manifest
+// The site under test, as the browser tests and the caption benchmark start it: a temporary models folder with copies of test models and a manifest
 // listing them, web/server.mjs on a free port, and headless Chromium with its own profile in the same folder (so
 // no Cache API state is carried between files), recording every URL it requests so that a test can check that
 // nothing left the origin.
@@ -6,10 +6,9 @@ import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promi
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 
 import { createAppServer } from '../../web/server.mjs';
-import { CHROMIUM, CHROMIUM_ARGS } from '../../scripts/chromium.mjs';
+import { CHROMIUM_ARGS, launchChromiumProfile } from './chromium.mjs';
 
 /**
  * Starts the site for one test file.
@@ -53,9 +52,8 @@ export async function startSite({ prefix = 'attnlab-e2e-', models = [], unlisted
     server = createAppServer({ modelsDir });
     await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
     const origin = `http://localhost:${server.address().port}`;
-    context = await chromium.launchPersistentContext(join(workDir, 'profile'), {
-      executablePath: CHROMIUM, args, headless: true,
-      ...(viewport && { viewport }), ...(deviceScaleFactor && { deviceScaleFactor }),
+    context = await launchChromiumProfile(join(workDir, 'profile'), {
+      args, ...(viewport && { viewport }), ...(deviceScaleFactor && { deviceScaleFactor }),
     });
     context.on('request', (request) => requests.push(request.url()));
     return { origin, context, requests, workDir, modelsDir, close };

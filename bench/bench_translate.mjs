@@ -5,10 +5,11 @@
 //   attnlab native (build/native/bench_translate)    vs  PyTorch CPU eager (bench/bench_pytorch.py, 1 thread)
 //       on the same source ids and the same GGUF weights.
 //
-//   node scripts/bench_translate.mjs [--quick] [--sentences N] [--rnn F16.gguf] [--rnn-q8 Q8.gguf]
-//                                    [--transformer FILE.gguf] [--no-browser]
+//   PYTHONPATH=python node bench/bench_translate.mjs [--quick] [--sentences N] [--rnn F16.gguf] [--rnn-q8 Q8.gguf]
+//                                                    [--transformer FILE.gguf] [--no-browser]
+// (its Python imports the attnlab package from python/; bench/run.sh sets PYTHONPATH for every benchmark)
 //
-// Builds nothing (scripts/bench.sh builds first). Exports the ONNX graphs (models/export_onnx.py -> build/bench/)
+// Builds nothing (bench/run.sh builds first). Exports the ONNX graphs (bench/export_onnx.py -> build/bench/)
 // from the same GGUF files every run. Every Node measurement runs in its own child process (so peak memory is
 // that engine's), one after another in one session. The engines must produce identical target ids for every
 // sentence; where they do not, that comparison's ratio is void (null in the JSON).
@@ -21,7 +22,7 @@ import { createServer } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { CHROMIUM, CHROMIUM_ARGS } from './chromium.mjs';
+import { launchChromium } from '../tests/support/chromium.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const benchDir = path.join(root, 'build', 'bench');
@@ -111,7 +112,7 @@ function run(command, args, what) {
 function runChild(kind, job) {
   const jobFile = path.join(benchDir, `job-${kind}-${job.name ?? 'x'}.json`);
   writeFileSync(jobFile, JSON.stringify(job));
-  // --no-liftoff: compile wasm with TurboFan up front (see scripts/bench_kernels.mjs); both engines alike.
+  // --no-liftoff: compile wasm with TurboFan up front (see bench/bench_kernels.mjs); both engines alike.
   return run(process.execPath, ['--no-liftoff', fileURLToPath(import.meta.url), '--child', kind, '--job', jobFile],
              `${kind} ${job.name ?? ''}`);
 }
@@ -149,7 +150,6 @@ function startServer(files, config) {
 }
 
 async function browserBench(models, sentences) {
-  const { chromium } = await import('playwright-core');
   const files = {};
   const config = { sentences, models: [] };
   for (const m of models) {
@@ -165,7 +165,7 @@ async function browserBench(models, sentences) {
     config.models.push(entry);
   }
   const server = await startServer(files, config);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     const errors = [];
@@ -232,7 +232,7 @@ async function main() {
   const started = Date.now();
   mkdirSync(benchDir, { recursive: true });
   const sourceFile = path.join(root, 'build/data/multi30k/test2016.en');
-  if (!existsSync(sourceFile)) execFileSync(PYTHON, ['models/prepare_data.py'], { cwd: root, stdio: 'inherit' });
+  if (!existsSync(sourceFile)) execFileSync(PYTHON, ['-m', 'attnlab.data.prepare'], { cwd: root, stdio: 'inherit' });
   const sentences = readFileSync(sourceFile, 'utf8').split('\n').filter((s) => s.trim()).slice(0, args.sentences);
   for (const p of [args.rnn, args.rnnQ8, args.transformer])
     if (!existsSync(abs(p))) throw new Error(`missing model ${p}`);
@@ -240,7 +240,7 @@ async function main() {
   console.log(`== translation benchmark: ${sentences.length} test2016 sentences, greedy, batch 1` +
               `${args.quick ? ' (--quick)' : ''}`);
   console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model}), load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-  execFileSync(PYTHON, ['-W', 'ignore', 'models/export_onnx.py', '--rnn', abs(args.rnn), '--transformer', abs(args.transformer),
+  execFileSync(PYTHON, ['-W', 'ignore', 'bench/export_onnx.py', '--rnn', abs(args.rnn), '--transformer', abs(args.transformer),
                         '--out', benchDir], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
   const info = {
     rnn: JSON.parse(readFileSync(path.join(benchDir, 'rnn.json'), 'utf8')),
@@ -281,7 +281,7 @@ async function main() {
 
   // Native engine core vs PyTorch eager on the same ids.
   const nativeBinary = path.join(root, 'build/native/bench_translate');
-  if (!existsSync(nativeBinary)) throw new Error(`no ${rel(nativeBinary)}: run scripts/bench.sh (it builds it)`);
+  if (!existsSync(nativeBinary)) throw new Error(`no ${rel(nativeBinary)}: run bench/run.sh (it builds it)`);
   const native = {};
   for (const m of models) {
     const idsFile = path.join(benchDir, `${m.kind}.ids`);
