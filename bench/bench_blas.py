@@ -1,19 +1,16 @@
 #!/usr/bin/python3
 """torch.mm GFLOP/s on one thread at the shapes of a Transformer training step, for the OpenBLAS kernels in use.
 
-    for core in Prescott Haswell SkylakeX; do OPENBLAS_VERBOSE=2 OPENBLAS_CORETYPE=$core /usr/bin/python3 bench/bench_blas.py; done
-    /usr/bin/python3 bench/bench_blas.py            # the kernels models/cpu_blas.py picks
+    for core in Prescott Haswell SkylakeX; do OPENBLAS_VERBOSE=2 OPENBLAS_CORETYPE=$core PYTHONPATH=python /usr/bin/python3 bench/bench_blas.py; done
+    PYTHONPATH=python /usr/bin/python3 bench/bench_blas.py      # the kernels attnlab/cpu_blas.py picks
 
-The figures in models/cpu_blas.py and models/README.md ("OpenBLAS kernels") come from this.
+The figures in python/attnlab/cpu_blas.py and models/README.md ("OpenBLAS kernels") come from this.
 """
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models"))
-
-import cpu_blas  # noqa: E402,F401  (keeps an OPENBLAS_CORETYPE given in the environment)
-import torch  # noqa: E402
+from attnlab import cpu_blas  # noqa: F401  (keeps an OPENBLAS_CORETYPE given in the environment)
+import torch
 
 SHAPES = [(1120, 256, 8000), (1120, 256, 1024), (1120, 1024, 256), (1120, 256, 256)]  # [tokens, d]·[d, out] etc.
 

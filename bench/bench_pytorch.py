@@ -3,7 +3,7 @@
 the same GGUF weights the engine runs (widened to f32 the way the engine widens them) and the same greedy loop as
 bench/bench_translate.cpp (encoder once, decoder step, argmax, stop at EOS, at most int(1.5 |source| + 10) tokens).
 
-    /usr/bin/python3 bench/bench_pytorch.py --model FILE.gguf --ids FILE [--limit N]
+    PYTHONPATH=python /usr/bin/python3 bench/bench_pytorch.py --model FILE.gguf --ids FILE [--limit N]
 
 --ids: one sentence per line, its source ids (ending with EOS) separated by spaces. The LAST line printed is one
 JSON object: {"model", "architecture", "sentences", "tokens", "steps", "encoder_ms", "per_token_ms", "total_ms",
@@ -12,17 +12,15 @@ JSON object: {"model", "architecture", "sentences", "tokens", "steps", "encoder_
 import argparse
 import json
 import os
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "models"))
+from attnlab import cpu_blas  # noqa: F401  (before torch: OpenBLAS's AVX kernels, or PyTorch is measured on SSE3 ones)
+import torch
 
-import cpu_blas  # noqa: E402,F401  (before torch: OpenBLAS's AVX kernels, or PyTorch is measured on SSE3 ones)
-import torch  # noqa: E402
-
-from decoding import BOS_ID, EOS_ID  # noqa: E402
-from export_common import read_gguf_tensors  # noqa: E402
+from attnlab.gguf import bahdanau, transformer
+from attnlab.gguf.reader import read_gguf_tensors
+from attnlab.nn.decoding import BOS_ID, EOS_ID
+from attnlab.paths import ROOT
 
 
 def read_ids(path, limit):
@@ -35,9 +33,8 @@ def load(path):
     """-> (architecture, model, encode(src) -> state, step(token, state) -> (logits, state))."""
     meta, _ = read_gguf_tensors(path)
     architecture = meta["general.architecture"]
-    if architecture == "attnlab.bahdanau":
-        import evaluate_rnn
-        model, _ = evaluate_rnn.load_model(path)
+    if architecture == bahdanau.ARCH:
+        model, _ = bahdanau.load(path)
         model.eval()
 
         def encode(src):
@@ -48,9 +45,8 @@ def load(path):
             enc, s = state
             logits, s, _, _ = model.decode_step(token, s, enc)
             return logits, (enc, s)
-    elif architecture == "attnlab.transformer":
-        from export_onnx import load_transformer
-        model = load_transformer(path)
+    elif architecture == transformer.ARCH:
+        model, _ = transformer.load(path)
         model.eval()
 
         def encode(src):

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Export attnlab's translators to ONNX for the head-to-head benchmark against onnxruntime-web
-(scripts/bench_translate.mjs). The weights come from the SAME GGUF file the engine runs (f16 / q8_0 widened to
-f32 exactly as the engine widens them: models/export_common.py read_gguf_tensors), so both engines compute with
+(bench/bench_translate.mjs). The weights come from the SAME GGUF file the engine runs (f16 / q8_0 widened to
+f32 exactly as the engine widens them: attnlab.gguf.reader.read_gguf_tensors), so both engines compute with
 identical numbers and must produce identical greedy tokens.
 
-    /usr/bin/python3 models/export_onnx.py [--rnn models/weights/bahdanau-en-de.f16.gguf]
+    PYTHONPATH=python /usr/bin/python3 bench/export_onnx.py [--rnn models/weights/bahdanau-en-de.f16.gguf]
         [--transformer tests/fixtures/transformer/tiny.gguf] [--out build/bench]
 
 Writes, for each model NAME (rnn, transformer), NAME.encoder.onnx, NAME.decoder.onnx and NAME.json (which weights
@@ -13,38 +13,32 @@ were used, the sizes, BOS/EOS ids). Batch 1, no padding, so there are no masks. 
   rnn.encoder:      source_ids int64 [1,S] -> memory [1,S,2E], keys [1,S,*] (query-independent score part), s0 [1,H]
   rnn.decoder:      token int64 [1], state [1,H], memory, keys -> logits [1,V], next_state [1,H]
   transformer.encoder: source_ids int64 [1,S] -> cross_k, cross_v [L,1,heads,S,hd] (memory projected once per
-                    layer, as attnlab and models/transformer.py do)
+                    layer, as attnlab and attnlab.nn.transformer do)
   transformer.decoder: token int64 [1], position int64 [1], past_k, past_v [L,1,heads,t,hd], cross_k, cross_v ->
                     logits [1,V], present_k, present_v [L,1,heads,t+1,hd]   (the KV cache; t starts at 0)
 
-The equations are models/seq2seq_rnn.py's and models/transformer.py's; the wrappers below only drop the masks and
+The equations are attnlab.nn.seq2seq_rnn's and attnlab.nn.transformer's; the wrappers below only drop the masks and
 the packing (batch 1) and make the Transformer's position an input instead of a Python int.
 """
 import argparse
 import json
 import math
 import os
-import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-import evaluate_rnn  # noqa: E402
-import evaluate_transformer  # noqa: E402
-from export_common import check_architecture, load_gguf_weights, read_gguf_tensors  # noqa: E402
-from transformer import Transformer, _split_in_proj  # noqa: E402
+from attnlab.gguf import bahdanau, transformer
+from attnlab.nn.transformer import _split_in_proj
+from attnlab.paths import ROOT
 
 OPSET = 17
 DEFAULT_RNN = os.path.join(ROOT, "models", "weights", "bahdanau-en-de.f16.gguf")
 DEFAULT_TRANSFORMER = os.path.join(ROOT, "tests", "fixtures", "transformer", "tiny.gguf")
 
 
-# ---- RNN (models/seq2seq_rnn.py) ----------------------------------------------------------------------------
+# ---- RNN (attnlab.nn.seq2seq_rnn) ------------------------------------------------------------------------------
 class RnnEncoder(nn.Module):
     def __init__(self, model):
         super().__init__()
@@ -74,7 +68,7 @@ class RnnDecoderStep(nn.Module):
         return m.output_logits(s, context, y_emb), s
 
 
-# ---- Transformer (models/transformer.py) -------------------------------------------------------------------
+# ---- Transformer (attnlab.nn.transformer) ---------------------------------------------------------------------
 class TransformerEncoder(nn.Module):
     def __init__(self, model):
         super().__init__()
@@ -97,7 +91,7 @@ class TransformerEncoder(nn.Module):
 
 
 def project_kv(mha, x):
-    """x [1,N,d] -> keys, values [1,heads,N,hd] (models/transformer.py project_kv with shapes ONNX can trace)."""
+    """x [1,N,d] -> keys, values [1,heads,N,hd] (attnlab.nn.transformer's project_kv with shapes ONNX can trace)."""
     _, (wk, bk), (wv, bv) = _split_in_proj(mha)
     d, heads = mha.embed_dim, mha.num_heads
     k = F.linear(x, wk, bk).reshape(1, -1, heads, d // heads).transpose(1, 2)
@@ -106,7 +100,7 @@ def project_kv(mha, x):
 
 
 def attend_one(mha, x, k, v):
-    """One query: x [1,d], k/v [1,heads,N,hd] -> [1,d] (models/transformer.py attend_cached without a mask)."""
+    """One query: x [1,d], k/v [1,heads,N,hd] -> [1,d] (attnlab.nn.transformer's attend_cached without a mask)."""
     (wq, bq), _, _ = _split_in_proj(mha)
     d, heads = mha.embed_dim, mha.num_heads
     hd = d // heads
@@ -157,7 +151,7 @@ def describe(path, kind, extra):
 
 
 def export_rnn(gguf_path, out_dir):
-    model, _ = evaluate_rnn.load_model(gguf_path)
+    model, _ = bahdanau.load(gguf_path)
     model.eval()
     cfg = model.cfg
     S = 7
@@ -177,17 +171,8 @@ def export_rnn(gguf_path, out_dir):
     return info
 
 
-def load_transformer(path):
-    """A Transformer GGUF -> PyTorch model. The test fixture also holds golden outputs under `test.*`: skipped."""
-    meta, tensors = read_gguf_tensors(path)
-    check_architecture(meta, evaluate_transformer.ARCH, path)
-    model = Transformer(evaluate_transformer.config_from_metadata(meta, evaluate_transformer.ARCH + "."))
-    tensors = {k: v for k, v in tensors.items() if not k.startswith("test.")}
-    return load_gguf_weights(model, tensors, path)
-
-
 def export_transformer(gguf_path, out_dir):
-    model = load_transformer(gguf_path)
+    model, _ = transformer.load(gguf_path)
     model.eval()
     cfg = model.cfg
     L, heads, hd = cfg.dec_layers, cfg.heads, cfg.d_model // cfg.heads

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes the seed corpora in fuzz/corpus/<target>/ (committed; a few KB each). Deterministic.
 
-    /usr/bin/python3 fuzz/make_seeds.py
+    PYTHONPATH=python /usr/bin/python3 fuzz/make_seeds.py
 
 fuzz_gguf: the small GGUF fixtures; tiny but complete models that load and run (8-piece vocabularies, 2-wide
 layers): Bahdanau translators (general in F32, dot in F16), a Transformer, a decoder-only captioner and one behind
@@ -13,18 +13,23 @@ fuzz_image: int32 width, int32 height, u8 output side, u8 flags, pixels (see fuz
 import os
 import shutil
 import struct
-import sys
 import tempfile
 
+import numpy as np
+import torch
+
+from attnlab.gguf import captioner, mobilenet
+from attnlab.gguf import transformer as transformer_schema
+from attnlab.gguf.common import add_model_identity
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.nn import mobilenet_v2 as mnv2
+from attnlab.nn import show_attend_tell as sat
+from attnlab.nn import tflite_mobilenet
+from attnlab.nn.seq2seq_rnn import Config, Seq2SeqRNN
+from attnlab.nn.transformer import Config as TConfig, Transformer
+from attnlab.paths import ROOT
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "models"))
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from gguf_writer import GGUFWriter  # noqa: E402
-from seq2seq_rnn import Config, Seq2SeqRNN  # noqa: E402
 
 torch.set_num_threads(1)
 CORPUS = os.path.join(HERE, "corpus")
@@ -84,30 +89,24 @@ def add_tiny_tokenizer(w, role):
 
 
 def tiny_transformer(path):
-    """A 1+1-layer, d_model 4, 2-head Transformer written by models/export_transformer.py's own build_writer."""
-    import export_transformer
-    from transformer import Config as TConfig, Transformer
-
+    """A 1+1-layer, d_model 4, 2-head Transformer written by attnlab.gguf.transformer's own build_writer."""
     torch.manual_seed(0)
     cfg = TConfig(src_vocab=len(PIECES), tgt_vocab=len(PIECES), d_model=4, heads=2, enc_layers=1, dec_layers=1,
                   ff=4, max_positions=16)
     model = Transformer(cfg)
-    export_transformer.add_tokenizer = lambda w, _spm, role: add_tiny_tokenizer(w, role)
+    transformer_schema.add_tokenizer = lambda w, _spm, role: add_tiny_tokenizer(w, role)
     meta = {"pair": "xx-yy", "src_lang": "xx", "tgt_lang": "yy"}
-    w, _ = export_transformer.build_writer(path, cfg, model.state_dict(), meta, "f32", None, None)
+    w, _ = transformer_schema.build_writer(path, cfg, model.state_dict(), meta, "f32", None, None)
     w.write()
 
 
 def tiny_captioner(path):
     """A decoder-only Show-Attend-Tell (2 x 2 grid of 4 features, 2-wide layers): caption_features runs on it."""
-    import export_caption
-    import show_attend_tell as sat
-
     torch.manual_seed(0)
     cfg = sat.Config(vocab=len(PIECES), feature_dim=4, grid=4, emb=2, hidden=2, attn_dim=2)
-    w = GGUFWriter(path, architecture=export_caption.ARCH)
-    export_caption.add_model_identity(w, "tiny-captioner", "caption", target_language="en")
-    export_caption.add_decoder(w, sat.ShowAttendTell(cfg), cfg, 2, 2, 5, "f32")
+    w = GGUFWriter(path, architecture=captioner.ARCH)
+    add_model_identity(w, "tiny-captioner", "caption", target_language="en")
+    captioner.add_decoder(w, sat.ShowAttendTell(cfg), cfg, 2, 2, 5, "f32")
     add_tiny_tokenizer(w, "target")
     w.write()
 
@@ -116,12 +115,6 @@ def tiny_captioner_with_i8_encoder(path):
     """tiny_captioner's decoder behind a one-layer image encoder (3x3 stride-2 convolution, 4x4x3 -> 2x2x4) stored
     as i8 integers with a scale and zero point, as the shipped captioners store MobileNetV2: model loading runs
     the i8 path of load_mobilenet_v2."""
-    import export_caption
-    import export_mobilenet
-    import mobilenet_v2 as mnv2
-    import show_attend_tell as sat
-    import tflite_mobilenet
-
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     q, scale, zero_point = rng.integers(0, 256, size=(4, 3, 3, 3), dtype=np.uint8), np.float32(0.02), 120
@@ -130,11 +123,11 @@ def tiny_captioner_with_i8_encoder(path):
             "bias": np.linspace(-0.1, 0.1, 4, dtype=np.float32)}
     encoder = mnv2.MobileNetV2([spec]).eval()
     cfg = sat.Config(vocab=len(PIECES), feature_dim=4, grid=4, emb=2, hidden=2, attn_dim=2)
-    w = GGUFWriter(path, architecture=export_caption.ARCH)
-    export_caption.add_model_identity(w, "tiny-captioner-i8-encoder", "caption", target_language="en")
-    export_caption.add_decoder(w, sat.ShowAttendTell(cfg), cfg, 2, 2, 5, "f32")
-    w.add_string(export_caption.ARCH + ".encoder", "mobilenet_v2")
-    export_mobilenet.add_mobilenet(w, model=encoder, dtype="i8", feature_layer=0, quantized=[(q, scale, zero_point)],
+    w = GGUFWriter(path, architecture=captioner.ARCH)
+    add_model_identity(w, "tiny-captioner-i8-encoder", "caption", target_language="en")
+    captioner.add_decoder(w, sat.ShowAttendTell(cfg), cfg, 2, 2, 5, "f32")
+    w.add_string(captioner.ARCH + ".encoder", "mobilenet_v2")
+    mobilenet.add_mobilenet(w, model=encoder, dtype="i8", feature_layer=0, quantized=[(q, scale, zero_point)],
                                    input_size=4)
     add_tiny_tokenizer(w, "target")
     w.write()

@@ -3,11 +3,11 @@
 untrained Show-Attend-Tell captioner WITH an image encoder, so that RGBA in -> caption out runs end to end.
 (tests/fixtures/caption/tiny_model.gguf has no encoder and a 2x3 grid; an encoder's grid is square.)
 
-    /usr/bin/python3 scripts/make_caption_fixture.py [--out tests/fixtures/caption/tiny_encoder_model.gguf]
+    PYTHONPATH=python /usr/bin/python3 scripts/make_caption_fixture.py [--out tests/fixtures/caption/tiny_encoder_model.gguf]
 
-Contents: a 10-layer MobileNetV2-style encoder in the export's layout (models/export_mobilenet.add_mobilenet:
+Contents: a 10-layer MobileNetV2-style encoder in the export's layout (attnlab.gguf.mobilenet.add_mobilenet:
 stride-2 stem, depthwise + pointwise convolutions, one residual) giving a 7x7x24 grid from the 224x224 input,
-the decoder (models/export_caption.add_decoder, F16) with the real flickr8k.en tokenizer, both briefly trained
+the decoder (attnlab.gguf.captioner.add_decoder, F16) with the real flickr8k.en tokenizer, both briefly trained
 (over-fitted) to give the page's first five sample photos (web/app/samples, scripts/make_samples.py; the
 cameraman came later) their own short captions, so that the page shows a different caption per sample; and what
 PyTorch computes from the F16-rounded
@@ -18,21 +18,20 @@ weights for one deterministic image (fixture_pixels below, mirrored in tests/js/
 """
 import argparse
 import os
-import sys
 
 import numpy as np
+import sentencepiece as spm
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "models"))
-
-from export_caption import add_decoder  # noqa: E402
-from export_mobilenet import add_mobilenet, load_from_gguf  # noqa: E402
-from golden_caption import add_expected  # noqa: E402
-from gguf_writer import GGUFWriter  # noqa: E402
-import mobilenet_v2 as mnv2  # noqa: E402
-import show_attend_tell as sat  # noqa: E402
-from tokenizer_gguf import add_tokenizer  # noqa: E402
+from attnlab.gguf import captioner, mobilenet
+from attnlab.gguf.captioner import add_decoder
+from attnlab.gguf.mobilenet import add_mobilenet
+from attnlab.gguf.tokenizer import add_tokenizer
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.golden.caption import add_expected
+from attnlab.nn import mobilenet_v2 as mnv2
+from attnlab.nn import show_attend_tell as sat
+from attnlab.paths import ROOT
 
 GRID = 7
 MAX_LEN = 12
@@ -117,8 +116,6 @@ def train(encoder, decoder, sp, samples_dir):
 
 
 def make(out, samples_dir):
-    from evaluate_caption import load_gguf_decoder
-    import sentencepiece as spm
     torch.manual_seed(2024)
     torch.set_num_threads(1)
     spm_path = os.path.join(ROOT, "models", "tokenizers", "flickr8k.en.model")
@@ -145,8 +142,8 @@ def make(out, samples_dir):
 
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     write()   # first pass: F16 weights; PyTorch then runs exactly those
-    rounded_decoder, _ = load_gguf_decoder(out)
-    rounded_encoder = load_from_gguf(out)
+    rounded_decoder, _ = captioner.load(out)
+    rounded_encoder = mobilenet.load(out)
     features = grid_features(rounded_encoder, fixture_pixels())
     greedy = sat.greedy_decode(rounded_decoder, features, MAX_LEN)[0]
     write({"fixture.greedy_ids": greedy, "fixture.greedy_text": sp.decode(greedy)})

@@ -1,4 +1,4 @@
-"""The shipped captioner looks at the dog when it writes "dog" (models/attention_grounding.py through the engine).
+"""The shipped captioner looks at the dog when it writes "dog" (attnlab.eval.grounding through the engine).
 
     /usr/bin/python3 -m unittest discover -s tests/python -t . -p 'test_attention_grounding.py'
 
@@ -13,11 +13,9 @@ flat map lands on the dog more often than chance).
 """
 import json
 import os
-import sys
 import unittest
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "models"))
 
 CLI = os.path.join(ROOT, "build", "native", "attnlab")
 DATA = os.path.join(ROOT, "..", "shared", "data")
@@ -36,8 +34,8 @@ def shipped_captioner():
 class ShippedCaptionerGrounding(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        import attention_grounding
-        cls.report = attention_grounding.main(["--engine", shipped_captioner(), "--cli", CLI,
+        from attnlab.eval import grounding
+        cls.report = grounding.main(["--engine", shipped_captioner(), "--cli", CLI,
                                                "--subset", str(TEST_IMAGES)])
 
     def test_enough_captions_name_a_dog(self):

@@ -1,14 +1,12 @@
-"""models/attention_probe.py on a hand-made engine output (no model needed).
+"""attnlab.eval.probe on a hand-made engine output (no model needed).
 
     /usr/bin/python3 -m unittest discover -s tests/python -p 'test_attention_probe.py'
 """
 import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
 
-import attention_probe  # noqa: E402
+from attnlab.eval import probe as attention_probe
 
 PIECES = ["\u2581The", "\u2581L", "aw", ",", "\u2581its", "\u2581end", ".", "</s>"]
 

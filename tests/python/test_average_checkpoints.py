@@ -1,20 +1,18 @@
-"""models/average_checkpoints.py and the trainers' epoch files (models/translation.py keep_epoch_model).
+"""attnlab.train.average and the trainers' epoch files (attnlab.train.translator keep_epoch_model).
 
     /usr/bin/python3 -m unittest discover -s tests/python -p 'test_average_checkpoints.py'
 """
 import argparse
 import os
-import sys
 import tempfile
 import unittest
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
 
-import average_checkpoints  # noqa: E402
-from translation import keep_epoch_model  # noqa: E402
-from transformer import Config, Transformer  # noqa: E402
+from attnlab.nn.transformer import Config, Transformer
+from attnlab.train import average as average_checkpoints
+from attnlab.train.translator import keep_epoch_model
 
 CONFIG = Config(src_vocab=11, tgt_vocab=13, d_model=8, heads=2, enc_layers=1, dec_layers=1, ff=16)
 

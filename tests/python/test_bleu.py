@@ -1,15 +1,13 @@
-"""models/bleu.py against hand-worked examples and values published by sacreBLEU / its users.
+"""attnlab.eval.bleu against hand-worked examples and values published by sacreBLEU / its users.
 
     /usr/bin/python3 -m unittest discover -s tests/python -p 'test_bleu.py'
 """
 import math
 import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
 
-import bleu  # noqa: E402
+from attnlab.eval import bleu
 
 
 class Tokenize13a(unittest.TestCase):

@@ -1,15 +1,13 @@
-"""models/cpu_blas.py: the OpenBLAS core chosen from /proc/cpuinfo flags.
+"""attnlab.cpu_blas: the OpenBLAS core chosen from /proc/cpuinfo flags.
 
     /usr/bin/python3 -m unittest discover -s tests/python -p 'test_cpu_blas.py'
 """
 import os
-import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
 
-import cpu_blas  # noqa: E402
+from attnlab import cpu_blas
 
 
 class CoreForFlags(unittest.TestCase):

@@ -1,17 +1,15 @@
-"""models/decoding.py's no-repeat n-gram ban on hand-worked cases (the C++ side: tests/cpp/test_search.cpp).
+"""attnlab.nn.decoding's no-repeat n-gram ban on hand-worked cases (the C++ side: tests/cpp/test_search.cpp).
 
     /usr/bin/python3 -m unittest discover -s tests/python -p 'test_decoding.py'
 """
 import math
 import os
-import sys
 import unittest
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
 
-import decoding  # noqa: E402
+from attnlab.nn import decoding
 
 A, B = 4, 5
 VOCAB = 6

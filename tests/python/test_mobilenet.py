@@ -1,4 +1,4 @@
-"""MobileNetV2 conversion (models/tflite_mobilenet.py, models/mobilenet_v2.py, models/export_mobilenet.py).
+"""MobileNetV2 conversion (attnlab.nn.tflite_mobilenet, attnlab.nn.mobilenet_v2, attnlab.gguf.mobilenet).
 
     /usr/bin/python3 -m unittest discover -s tests/python -t . -p 'test_mobilenet.py'
 
@@ -7,7 +7,6 @@ Flickr8k photos named in tests/fixtures/mobilenet/dog_check.json (ids only), and
 """
 import json
 import os
-import sys
 import tempfile
 import unittest
 
@@ -16,9 +15,10 @@ import torch
 import torch.nn.functional as F
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "models"))
 
-import mobilenet_v2 as mnv2  # noqa: E402
+from attnlab.gguf import mobilenet
+from attnlab.gguf.reader import read_gguf
+from attnlab.nn import mobilenet_v2 as mnv2
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "mobilenet", "dog_check.json")
 DATA = os.path.join(ROOT, "..", "shared", "data")
@@ -106,12 +106,11 @@ class Conversion(unittest.TestCase):
             np.testing.assert_allclose(ours, np.asarray(row["logits"], np.float32), atol=2e-4, err_msg=row["id"])
 
     def test_gguf_roundtrip(self):
-        import export_mobilenet
         from skimage import data
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.gguf")
-            export_mobilenet.export(path, dtype="f16", model=model())
-            loaded = export_mobilenet.load_from_gguf(path)
+            mobilenet.write(path, dtype="f16", model=model())
+            loaded = mobilenet.load(path)
         x = mnv2.to_tensor([mnv2.preprocess(data.chelsea())])
         with torch.no_grad():
             a, b = model().logits(x), loaded.logits(x)
@@ -120,15 +119,13 @@ class Conversion(unittest.TestCase):
         self.assertEqual(int(a.argmax()), 286)  # Egyptian cat
 
     def test_i8_gguf_holds_the_tflite_weights_exactly(self):
-        import export_mobilenet
-        from gguf_writer import read_gguf
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.gguf")
-            export_mobilenet.export(path, dtype="i8")
+            mobilenet.write(path, dtype="i8")
             types = {name: t for name, t, _, _ in read_gguf(path)[2]}
-            loaded = export_mobilenet.load_from_gguf(path)
+            loaded = mobilenet.load(path)
             with self.assertRaisesRegex(ValueError, "TFLite model's own weights"):
-                export_mobilenet.export(os.path.join(tmp, "x.gguf"), dtype="i8", model=model())
+                mobilenet.write(os.path.join(tmp, "x.gguf"), dtype="i8", model=model())
         self.assertEqual({types[f"encoder.layers.{i}.weight"] for i in range(52)}, {"i8"})
         self.assertEqual(types["encoder.classifier.weight"], "f16")
         for (name, ours), (_, source) in zip(loaded.layers.state_dict().items(), model().layers.state_dict().items()):

@@ -1,18 +1,19 @@
-"""models/show_attend_tell.py and models/flickr8k.py: the loss terms against hand-computed values, the search against
+"""attnlab.nn.show_attend_tell and attnlab.data.flickr8k: the loss terms against hand-computed values, the search against
 a brute-force decode, and the caption cleaning / BLEU helper.
 
     /usr/bin/python3 -m unittest discover -s tests/python -p 'test_show_attend_tell.py'
 """
 import os
-import sys
 import unittest
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
 
-import flickr8k  # noqa: E402
-import show_attend_tell as sat  # noqa: E402
+from attnlab.data import flickr8k
+from attnlab.eval.bleu import bleu_1_to_4
+from attnlab.gguf import captioner
+from attnlab.gguf.reader import read_gguf_tensors
+from attnlab.nn import show_attend_tell as sat
 
 torch.set_num_threads(1)
 
@@ -146,15 +147,13 @@ class Decoder(unittest.TestCase):
 
 class Export(unittest.TestCase):
     def test_an_exported_file_re_exports_to_the_same_decoder(self):
-        """export_caption.py --checkpoint FILE.gguf: the decoder as stored, plus this run's options."""
+        """attnlab.export caption --checkpoint FILE.gguf: the decoder as stored, plus this run's options."""
         import tempfile
-        import export_caption
-        from export_common import read_gguf_tensors
         source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "caption",
                               "tiny_model.gguf")
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "again.gguf")
-            export_caption.export(source, "f16", out, with_encoder=False, no_repeat_ngram=3)
+            captioner.write(source, "f16", out, with_encoder=False, no_repeat_ngram=3)
             meta0, tensors0 = read_gguf_tensors(source)
             meta1, tensors1 = read_gguf_tensors(out)
         for name, values in tensors1.items():
@@ -172,8 +171,8 @@ class Flickr8k(unittest.TestCase):
 
     def test_bleu_1_to_4(self):
         refs = [["a dog runs on the grass"], ["the dog runs on grass"]]
-        self.assertEqual([round(x, 6) for x in flickr8k.bleu_1_to_4(["a dog runs on the grass"], refs)], [100.0] * 4)
-        b1, _, _, b4 = flickr8k.bleu_1_to_4(["a cat sleeps"], refs)
+        self.assertEqual([round(x, 6) for x in bleu_1_to_4(["a dog runs on the grass"], refs)], [100.0] * 4)
+        b1, _, _, b4 = bleu_1_to_4(["a cat sleeps"], refs)
         self.assertGreater(b1, 0)
         self.assertEqual(b4, 0.0)
 

@@ -1,17 +1,15 @@
-"""models/transformer.py: the KV-cached decoder equals the teacher-forced one, the attention tensors have the
+"""attnlab.nn.transformer: the KV-cached decoder equals the teacher-forced one, the attention tensors have the
 documented shapes and masks, padding does not change a sentence's result, and beam search with beam 1 is greedy.
 
     /usr/bin/python3 -m unittest discover -s tests/python -p 'test_transformer.py'
 """
 import os
-import sys
 import unittest
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
 
-from transformer import (BOS_ID, EOS_ID, Config, Transformer, beam_search, greedy_decode,  # noqa: E402
+from attnlab.nn.transformer import (BOS_ID, EOS_ID, Config, Transformer, beam_search, greedy_decode,
                          sinusoidal_table)
 
 torch.set_num_threads(1)

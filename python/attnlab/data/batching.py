@@ -1,12 +1,9 @@
 """Padding and length-bucketed batching of token-id sequences (the translators' training and search)."""
-import os
 import random
-import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from decoding import PAD_ID  # noqa: E402
+from attnlab.nn.decoding import PAD_ID
 
 
 def pad_batch(seqs):

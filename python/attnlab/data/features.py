@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Run the PyTorch MobileNetV2 (models/mobilenet_v2.py) once over the 8,000 Flickr8k images and store the annotation
-grids for models/train_caption.py. Resumable: rerun the same command and finished images are skipped.
+"""Run the PyTorch MobileNetV2 (attnlab.nn.mobilenet_v2) once over the 8,000 Flickr8k images and store the annotation
+grids for attnlab.train.caption. Resumable: rerun the same command and finished images are skipped.
 
-    nohup nice -n 19 /usr/bin/python3 models/extract_features.py > build/features/extract.log 2>&1 &
+    nohup nice -n 19 python3 -m attnlab.data.features > build/features/extract.log 2>&1 &
 
 Output (build/features/, never committed):
     mobilenet7.f16.npy     float16 memmap [N, 49, 1280]: image n's 7x7 grid, row-major over (y, x), channels last,
@@ -18,16 +18,11 @@ import sys
 import time
 
 import numpy as np
-import cpu_blas  # noqa: E402,F401  (before torch: OpenBLAS's AVX kernels, see models/cpu_blas.py)
+from attnlab import cpu_blas  # noqa: F401  (before torch: OpenBLAS's AVX kernels, see attnlab/cpu_blas.py)
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-import flickr8k  # noqa: E402
-
-FEATURE_DIR = os.path.join(ROOT, "build", "features")
+from attnlab.data import flickr8k
+from attnlab.paths import FEATURE_DIR
 LAYERS = {7: (49, 1280), 14: (196, 576)}
 
 
@@ -61,7 +56,7 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    import mobilenet_v2 as mn
+    from attnlab.nn import mobilenet_v2 as mn
 
     os.makedirs(args.out, exist_ok=True)
     names = flickr8k.all_images()

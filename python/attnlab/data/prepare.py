@@ -11,16 +11,17 @@ the first VAL_SENTENCES go to val, the next TEST_SENTENCES to test, the rest to 
 Python's `random` keeps the split identical on every Python version and platform, and no list of sentences
 (which is licensed data) needs to be committed. Pairs keep their order from cmn.txt within each split.
 
-Run from anywhere: /usr/bin/python3 models/prepare_data.py   (takes about a second; always rewrites).
+    python3 -m attnlab.data.prepare   (takes about a second; always rewrites)
+
+A new data source is a function that writes build/data/<corpus>/ and returns its line count per split, listed in
+PREPARERS (and, for translation, its splits and pairs in attnlab.data.pairs).
 """
 import gzip
 import hashlib
 import os
 import sys
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA_ROOT = os.path.join(REPO_ROOT, "..", "shared", "data")
-OUT_ROOT = os.path.join(REPO_ROOT, "build", "data")
+from attnlab.paths import BUILD_DATA as OUT_ROOT, SHARED_DATA as DATA_ROOT
 
 SPLIT_SEED = "1234"
 VAL_SENTENCES = 1000   # unique English sentences (with all their pairs)
@@ -93,11 +94,14 @@ def prepare_cmn():
     return counts
 
 
+# corpus -> (the function writing build/data/<corpus>/, what its counts count)
+PREPARERS = {"multi30k": (prepare_multi30k, "lines"), "cmn": (prepare_cmn, "pairs")}
+
+
 def main():
-    m = prepare_multi30k()
-    c = prepare_cmn()
-    print("multi30k:", ", ".join(f"{k} {v}" for k, v in m.items()), "lines ->", os.path.join(OUT_ROOT, "multi30k"))
-    print("cmn:", ", ".join(f"{k} {v}" for k, v in c.items()), "pairs ->", os.path.join(OUT_ROOT, "cmn"))
+    for corpus, (prepare, unit) in PREPARERS.items():
+        counts = prepare()
+        print(f"{corpus}:", ", ".join(f"{k} {v}" for k, v in counts.items()), unit, "->", os.path.join(OUT_ROOT, corpus))
 
 
 if __name__ == "__main__":

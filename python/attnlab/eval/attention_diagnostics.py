@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Why a captioner's attention is (or is not) uniform: the figures in models/captioner-flickr8k.md's runs table.
 
-    /usr/bin/python3 models/attention_diagnostics.py --checkpoint /work/ckpt/captioner-v2/best.pt
+    python3 -m attnlab.eval.attention_diagnostics --checkpoint /work/ckpt/captioner-v2/best.pt
 
 On the first --images test images (stored grids, models/extract_features.py), greedy decoding in PyTorch:
   beta      the gate sigmoid(w_beta . h_0 + b) at the first step, averaged over the images (near 0: the context
@@ -14,18 +14,13 @@ The last line is JSON.
 import argparse
 import json
 import math
-import os
-import sys
 
 import numpy as np
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-
-import show_attend_tell as sat  # noqa: E402
-from extract_features import FEATURE_DIR  # noqa: E402
-from train_caption import Data  # noqa: E402
+from attnlab.data.captions import Data
+from attnlab.nn import show_attend_tell as sat
+from attnlab.paths import FEATURE_DIR
 
 
 def main(argv=None):

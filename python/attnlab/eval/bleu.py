@@ -214,3 +214,24 @@ def chrf(hyps, refs, order: int = 6, beta: float = 2.0) -> float:
                 best, best_f = st, f
         totals = [a + b for a, b in zip(totals, best)]
     return _chrf_from_stats(totals, order, beta)
+
+
+def bleu_1_to_4(hyps, refs) -> List[float]:
+    """Captions: corpus BLEU-1..4 (no smoothing, as coco-caption), lower-cased 13a tokens, multiple references."""
+    correct, total, sys_len, ref_len = bleu_stats(hyps, refs, tokenize_lc_13a, max_order=4)
+    return [compute_bleu(correct[:n], total[:n], sys_len, ref_len, smooth="none", max_order=n) for n in (1, 2, 3, 4)]
+
+
+def metric_for(tgt_lang):
+    """A translator's validation metric: character BLEU for Chinese, word BLEU (13a) otherwise."""
+    return bleu_char if tgt_lang == "zh" else bleu_13a
+
+
+def scores_for(tgt_lang, hyps, refs):
+    """Word BLEU (13a, lower-cased tokenized), or for Chinese, which has no spaces to split words at (word BLEU
+    would count each sentence as a few "words"), character BLEU and chrF."""
+    if tgt_lang == "zh":
+        out = {"bleu_char": bleu_char(hyps, refs), "chrf": chrf(hyps, refs)}
+    else:
+        out = {"bleu_13a": bleu_13a(hyps, refs), "bleu_lc_tok": bleu_lc_tok(hyps, refs)}
+    return {k: round(v, 2) for k, v in out.items()}

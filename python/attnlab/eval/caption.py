@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Flickr8k test BLEU-1..4 of a captioner: a checkpoint (models/train_caption.py) or an exported GGUF file
-(models/export_caption.py; its decoder weights, dequantized exactly as the engine reads them, run in PyTorch on the
-stored grids of models/extract_features.py).
+"""Flickr8k test BLEU-1..4 of a captioner: a checkpoint (attnlab.train.caption) or an exported GGUF file
+(attnlab.export caption; its decoder weights, dequantized exactly as the engine reads them, run in PyTorch on the
+stored grids of attnlab.data.features).
 
-    /usr/bin/python3 models/evaluate_caption.py --checkpoint /work/ckpt/captioner/best.pt --beam 3
-    /usr/bin/python3 models/evaluate_caption.py --gguf models/weights/captioner.q8_0.gguf --beam 3
-    /usr/bin/python3 models/evaluate_caption.py --engine models/weights/captioner.q8_0.gguf --beam 3
+    python3 -m attnlab.eval.caption --checkpoint /work/ckpt/captioner/best.pt --beam 3
+    python3 -m attnlab.eval.caption --gguf models/weights/captioner.q8_0.gguf --beam 3
+    python3 -m attnlab.eval.caption --engine models/weights/captioner.q8_0.gguf --beam 3
 
 --engine runs the whole captioner in the C++ engine instead (`build/native/attnlab caption`, after npm run build):
 the JPEG decoded by stb_image, resized and encoded by the engine's MobileNetV2, the decoder with the engine's
@@ -20,44 +20,16 @@ import os
 import subprocess
 import sys
 
-import cpu_blas  # noqa: E402,F401  (before torch: OpenBLAS's AVX kernels, see models/cpu_blas.py)
+from attnlab import cpu_blas  # noqa: F401  (before torch: OpenBLAS's AVX kernels, see attnlab/cpu_blas.py)
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-import flickr8k  # noqa: E402
-import show_attend_tell as sat  # noqa: E402
-from extract_features import FEATURE_DIR  # noqa: E402
-from export_common import load_gguf_weights, read_gguf_tensors  # noqa: E402
-from train_caption import Data, caption_split  # noqa: E402
-
-
-def load_gguf_decoder(path):
-    """-> (the file's decoder, or the Ensemble of its decoders, with the file's weights; metadata dict)."""
-    from export_caption import member_prefixes
-    meta, tensors = read_gguf_tensors(path)
-    p = "attnlab.captioner."
-    if meta.get("general.architecture") != "attnlab.captioner":
-        raise SystemExit(f"{path} is not a captioner ({meta.get('general.architecture')})")
-    grid = meta[p + "grid_height"] * meta[p + "grid_width"]
-    members = []
-    for member in range(meta.get(p + "ensemble_size", 1)):
-        own, prefix = member_prefixes(member)
-        mine = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)} if prefix else tensors
-        learned_init = "init_h.weight" not in mine   # left out by the export: frozen zeros
-        cfg = sat.Config(vocab=meta[p + "vocab_size"], feature_dim=meta[p + "feature_size"], grid=grid,
-                         emb=meta[own + "embedding_size"], hidden=meta[own + "hidden_size"],
-                         attn_dim=meta[own + "attention_size"], dropout=0.0, init_from_image=not learned_init,
-                         center_grid=meta.get(own + "annotations", "raw") == "centered",
-                         global_dim=meta[p + "feature_size"] if meta.get(own + "global_feature", "none") == "grid_mean" else 0)
-        model = sat.ShowAttendTell(cfg)
-        if learned_init:
-            mine = dict(mine, **{name: model.state_dict()[name].numpy() for name in ("init_h.weight", "init_c.weight")})
-        load_gguf_weights(model, mine, path, ignore_unknown=True)   # the file also holds the image encoder
-        members.append(model.eval())
-    return (members[0] if len(members) == 1 else sat.Ensemble(members).eval()), meta
+from attnlab.data import flickr8k
+from attnlab.data.captions import Data
+from attnlab.eval.bleu import bleu_1_to_4
+from attnlab.eval.search import caption_split
+from attnlab.gguf import captioner
+from attnlab.nn import show_attend_tell as sat
+from attnlab.paths import CLI, FEATURE_DIR
 
 
 def evaluate_engine(args):
@@ -73,7 +45,7 @@ def evaluate_engine(args):
     hyps = out.stdout.splitlines()
     if len(hyps) != len(imgs):
         raise SystemExit(f"the CLI printed {len(hyps)} captions for {len(imgs)} images")
-    scores = flickr8k.bleu_1_to_4(hyps, flickr8k.references(imgs, flickr8k.load_captions()))
+    scores = bleu_1_to_4(hyps, flickr8k.references(imgs, flickr8k.load_captions()))
     print(f"{args.split} ({len(imgs)} images, beam {args.beam}, engine): " +
           " ".join(f"BLEU-{n} {s:.2f}" for n, s in zip((1, 2, 3, 4), scores)))
     return scores
@@ -85,7 +57,7 @@ def main(argv=None):
     src.add_argument("--checkpoint", nargs="+", help="one checkpoint, or several: their ensemble")
     src.add_argument("--gguf")
     src.add_argument("--engine", metavar="GGUF", help="caption the split's JPEGs with the native CLI")
-    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "native", "attnlab"))
+    ap.add_argument("--cli", default=CLI)
     ap.add_argument("--features", default=FEATURE_DIR)
     ap.add_argument("--split", default="test", choices=["dev", "test"])
     ap.add_argument("--subset", type=int, default=0)
@@ -106,7 +78,7 @@ def main(argv=None):
     if args.checkpoint:
         model, no_repeat_ngram = sat.load_checkpoints(args.checkpoint), 0
     else:
-        model, meta = load_gguf_decoder(args.gguf)
+        model, meta = captioner.load(args.gguf)
         no_repeat_ngram = meta.get("attnlab.captioner.no_repeat_ngram", 0)   # the search the engine runs
     if args.no_repeat_ngram is not None:
         no_repeat_ngram = args.no_repeat_ngram
@@ -115,7 +87,7 @@ def main(argv=None):
                                length_penalty=args.length_penalty, no_repeat_ngram=no_repeat_ngram)
     if len(imgs) < len(flickr8k.load_split(args.split)) and not args.subset:
         print(f"warning: only {len(imgs)} {args.split} images have stored features", file=sys.stderr)
-    scores = flickr8k.bleu_1_to_4(hyps, flickr8k.references(imgs, data.captions))
+    scores = bleu_1_to_4(hyps, flickr8k.references(imgs, data.captions))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             for img, hyp in zip(imgs, hyps):

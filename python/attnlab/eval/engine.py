@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Evaluate a GGUF translator THROUGH THE C++ ENGINE (the native CLI), not PyTorch.
 
-    /usr/bin/python3 models/evaluate_engine.py --model models/weights/bahdanau-en-de.q8_0.gguf [--beam 5]
+    python3 -m attnlab.eval.engine --model models/weights/bahdanau-en-de.q8_0.gguf [--beam 5]
 
 Runs `build/native/attnlab translate --model F [--beam N]` once in stdin mode over a split and scores the
 output with models/bleu.py exactly as models/evaluate_rnn.py does (same JSON keys):
@@ -16,15 +16,12 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-from export_common import read_gguf_tensors  # noqa: E402
-from translation import pair_paths, read_split, scores_for  # noqa: E402
+from attnlab.data.pairs import pair_paths, read_split
+from attnlab.eval.bleu import scores_for
+from attnlab.gguf.reader import read_gguf_tensors
+from attnlab.paths import CLI, ROOT
 
 
 def model_pair(path):
@@ -62,7 +59,7 @@ def main(argv=None):
     ap.add_argument("--split", default="test", choices=["val", "test"], help="test = test2016 (Multi30k) / test (cmn)")
     ap.add_argument("--beam", type=int, default=1, help="1 = greedy")
     ap.add_argument("--limit", type=int, default=0, help="evaluate only the first N lines")
-    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "native", "attnlab"))
+    ap.add_argument("--cli", default=CLI)
     ap.add_argument("--hyps", help="write the translations here, one per line")
     ap.add_argument("--root", default=ROOT)
     args = ap.parse_args(argv)

@@ -7,8 +7,8 @@ ImageNet classifier applied to each cell of the 7x7x1280 grid (a class activatio
 logits is exactly the image's logits). A cell's "dog evidence" is its probability summed over the 118 dog classes.
 A captioner over the 14x14 grid has its attention summed over 2x2 blocks onto the same 7x7 cells.
 
-    /usr/bin/python3 models/attention_grounding.py --checkpoint /work/ckpt/captioner-14/best.pt
-    /usr/bin/python3 models/attention_grounding.py --engine models/weights/captioner-flickr8k.q8_0.gguf
+    python3 -m attnlab.eval.grounding --checkpoint /work/ckpt/captioner-14/best.pt
+    python3 -m attnlab.eval.grounding --engine models/weights/captioner-flickr8k.q8_0.gguf
 
 --checkpoint / --gguf run the decoder in PyTorch on the stored grids (models/extract_features.py); --engine takes
 the attention from the native CLI (`attnlab caption --json`, what the page shows) on the JPEGs and the dog map
@@ -26,21 +26,20 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 
 import numpy as np
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+from attnlab.data import flickr8k
+from attnlab.data.captions import Data
+from attnlab.gguf import captioner
+from attnlab.nn import mobilenet_v2 as mnv2
+from attnlab.nn import show_attend_tell as sat
+from attnlab.paths import CLI, FEATURE_DIR
 
-import flickr8k  # noqa: E402
-import mobilenet_v2 as mnv2  # noqa: E402
-import show_attend_tell as sat  # noqa: E402
-from check_mobilenet import DOG_LABELS, DOG_WORDS  # noqa: E402
-from extract_features import FEATURE_DIR  # noqa: E402
-
+DOG_WORDS = {"dog", "dogs", "puppy", "puppies", "pup", "pups", "doggy", "doggie"}
+# ImageNet class ids 151..268 are the dogs; the 1,001-label file has 'background' at 0, hence +1.
+DOG_LABELS = range(152, 270)
 REGION_SHARE = 0.25
 
 
@@ -74,9 +73,7 @@ def is_dog_piece(piece):
 
 def pytorch_steps(args):
     """-> (pieces, attention [T, 49], grid [49, 1280]) from the decoder in PyTorch on the stored grids."""
-    from evaluate_caption import load_gguf_decoder
-    from train_caption import Data
-    model = sat.load_checkpoints(args.checkpoint) if args.checkpoint else load_gguf_decoder(args.gguf)[0]
+    model = sat.load_checkpoints(args.checkpoint) if args.checkpoint else captioner.load(args.gguf)[0]
     side = sat.grid_side(model)
     data = Data.for_model(model, args.features, 30)
     cam_data = data if side == 7 else Data(7, args.features, 30, limit_train=1)
@@ -113,7 +110,7 @@ def main(argv=None):
     src.add_argument("--checkpoint", nargs="+", help="one checkpoint, or several: their ensemble")
     src.add_argument("--gguf")
     src.add_argument("--engine", metavar="GGUF")
-    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "native", "attnlab"))
+    ap.add_argument("--cli", default=CLI)
     ap.add_argument("--features", default=FEATURE_DIR)
     ap.add_argument("--split", default="test", choices=["dev", "test"])
     ap.add_argument("--subset", type=int, default=0, help="only the split's first N images")

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Which encoder self-attention heads link one word of a sentence to another, as the engine computes them.
 
-    /usr/bin/python3 models/attention_probe.py --model models/weights/transformer-en-de.f16.gguf \
+    python3 -m attnlab.eval.probe --model models/weights/transformer-en-de.f16.gguf \
         --text "The Law will never be perfect, but its application should be just." --from its --to Law
 
 Runs `build/native/attnlab translate --json` (what the page's Self-attention tab draws) and prints, for every
@@ -11,11 +11,10 @@ It answers the source material's example (does "its" look at "Law"?) for a train
 """
 import argparse
 import json
-import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from attnlab.paths import CLI
 
 
 def words_of(pieces):
@@ -65,7 +64,7 @@ def main(argv=None):
     ap.add_argument("--text", required=True)
     ap.add_argument("--from", dest="source_word", required=True)
     ap.add_argument("--to", dest="target_word", required=True)
-    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "native", "attnlab"))
+    ap.add_argument("--cli", default=CLI)
     args = ap.parse_args(argv)
     out = subprocess.run([args.cli, "translate", "--model", args.model, "--json"], input=args.text + "\n",
                          capture_output=True, text=True)

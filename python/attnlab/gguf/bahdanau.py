@@ -1,7 +1,7 @@
-#!/usr/bin/python3
-"""Export a trained Bahdanau RNN checkpoint (models/train_rnn.py) to GGUF for the C++ engine.
+"""The Bahdanau RNN translator's GGUF schema: write a trained checkpoint (attnlab.train.rnn) for the C++ engine,
+and load such a file back into PyTorch.
 
-    /usr/bin/python3 models/export_rnn.py --checkpoint /work/ckpt/bahdanau-en-de/best.pt \
+    python3 -m attnlab.export rnn --checkpoint /work/ckpt/bahdanau-en-de/best.pt \
         --dtype q8_0 --out models/weights/bahdanau-en-de.q8_0.gguf
 
 Tensors keep their PyTorch state_dict names and shapes (see models/seq2seq_rnn.py for the equations).
@@ -27,24 +27,21 @@ Metadata keys:
     tokenizer.source.* / tokenizer.target.*       models/tokenizer_gguf.py
 """
 import os
-import sys
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-from export_common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,  # noqa: E402
-                           translator_export_command)
-from gguf_writer import GGUFWriter  # noqa: E402
-from seq2seq_rnn import Config  # noqa: E402
-from tokenizer_gguf import add_tokenizer  # noqa: E402
+from attnlab.gguf.common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,
+                                 load_translator)
+from attnlab.gguf.tokenizer import add_tokenizer
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.nn.seq2seq_rnn import Config, Seq2SeqRNN
+from attnlab.paths import ROOT
 
 ARCH = "attnlab.bahdanau"
 
 
-def export(checkpoint, dtype, out, root=ROOT):
+def write(checkpoint, dtype, out, root=ROOT):
+    """checkpoint (a .pt path) -> out; tokenizer paths in it are relative to root. Returns tensor counts by type."""
     check_export_dtype(dtype)
     ck = torch.load(checkpoint, map_location="cpu")
     cfg = Config(**ck["config"])
@@ -71,9 +68,15 @@ def export(checkpoint, dtype, out, root=ROOT):
     return counts
 
 
-def main(argv=None):
-    translator_export_command(argv, __doc__, export, ROOT)
+def config_from_metadata(meta):
+    """The Config write() stored under ARCH."""
+    p = ARCH + "."
+    return Config(src_vocab=meta[p + "source_vocab_size"], tgt_vocab=meta[p + "target_vocab_size"],
+                  emb=meta[p + "embedding_size"], enc_hidden=meta[p + "encoder_hidden_size"],
+                  dec_hidden=meta[p + "decoder_hidden_size"], attn_dim=meta[p + "attention_size"],
+                  score=meta[p + "score"], dropout=0.0)
 
 
-if __name__ == "__main__":
-    main()
+def load(path):
+    """A Bahdanau GGUF file -> (Seq2SeqRNN with its weights, f16/q8_0 dequantized, "src-tgt" pair)."""
+    return load_translator(path, ARCH, Seq2SeqRNN, config_from_metadata)

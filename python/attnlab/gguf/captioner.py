@@ -1,8 +1,8 @@
-#!/usr/bin/python3
-"""Export a trained Show-Attend-Tell captioner (models/train_caption.py) as ONE GGUF file: the MobileNetV2 encoder
-(models/export_mobilenet.py's add_mobilenet), the decoder and the caption tokenizer.
+"""The captioner's GGUF schema: a trained Show-Attend-Tell captioner (attnlab.train.caption) as ONE file, the
+MobileNetV2 encoder (attnlab.gguf.mobilenet's add_mobilenet), the decoder and the caption tokenizer (write); and
+such a file's decoder back in PyTorch (load).
 
-    /usr/bin/python3 models/export_caption.py --checkpoint /work/ckpt/captioner/best.pt \
+    python3 -m attnlab.export caption --checkpoint /work/ckpt/captioner/best.pt \
         --dtype q8_0 --out models/weights/captioner.q8_0.gguf
 
 Decoder tensors keep their PyTorch state_dict names (models/show_attend_tell.py has the equations). Matrices are
@@ -48,19 +48,19 @@ Metadata keys:
     tokenizer.target.*                     models/tokenizer_gguf.py (flickr8k.en)
 """
 import os
-import sys
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-from export_common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,  # noqa: E402
-                           export_parser, is_gguf, report_written)
-from gguf_writer import GGUFWriter  # noqa: E402
-import show_attend_tell as sat  # noqa: E402
-from tokenizer_gguf import add_tokenizer  # noqa: E402
+from attnlab.data.flickr8k import TOKENIZER_PATH
+from attnlab.gguf.common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,
+                                 is_gguf, load_gguf_weights)
+from attnlab.gguf.mobilenet import add_mobilenet
+from attnlab.gguf.reader import read_gguf_tensors
+from attnlab.gguf.tokenizer import add_tokenizer, read_spm_model
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.nn import mobilenet_v2 as mnv2
+from attnlab.nn import show_attend_tell as sat
+from attnlab.paths import ROOT
 
 ARCH = "attnlab.captioner"
 ENCODER_PREFIX = "encoder."
@@ -114,13 +114,11 @@ def load_source(path, root=ROOT):
     """A train_caption.py checkpoint, or the same fields rebuilt from an exported single-decoder GGUF file."""
     if not is_gguf(path):
         return torch.load(path, map_location="cpu")
-    from evaluate_caption import load_gguf_decoder
-    from tokenizer_gguf import read_spm_model
-    model, meta = load_gguf_decoder(path)
+    model, meta = load(path)
     if not isinstance(model, sat.ShowAttendTell):
         raise SystemExit(f"{path} holds an ensemble: re-export it from its members' checkpoints")
     p = ARCH + "."
-    spm = os.path.join("models", "tokenizers", "flickr8k.en.model")
+    spm = TOKENIZER_PATH
     if meta.get("tokenizer.target.tokens") != read_spm_model(os.path.join(root, spm))["pieces"]:
         raise SystemExit(f"{path}: its tokenizer is not {spm}")
     cfg = model.cfg
@@ -136,7 +134,7 @@ def load_source(path, root=ROOT):
                      "name": meta.get("general.name", "show-attend-tell-flickr8k")}}
 
 
-def export(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype="i8", no_repeat_ngram=0):
+def write(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype="i8", no_repeat_ngram=0):
     """checkpoints: one path, or several whose decoders form an ensemble (models/show_attend_tell.py's Ensemble).
     encoder_dtype: "i8" (the TFLite integers), or f16 / q8_0 / f32 ("same": dtype)."""
     check_export_dtype(dtype)
@@ -170,8 +168,6 @@ def export(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype=
         w.add_uint32(p + "no_repeat_ngram", no_repeat_ngram)
     w.add_string(p + "feature_layer", meta.get("feature_layer", "last"))
     if with_encoder:
-        from export_mobilenet import add_mobilenet
-        import mobilenet_v2 as mnv2
         w.add_string(p + "encoder", "mobilenet_v2")
         layer = {49: mnv2.FEATURE_LAYER_7, 196: mnv2.FEATURE_LAYER_14}[models[0].cfg.grid]
         add_mobilenet(w, prefix=ENCODER_PREFIX, dtype=encoder_dtype, feature_layer=layer)
@@ -184,23 +180,26 @@ def export(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype=
     return counts
 
 
-def main(argv=None):
-    ap = export_parser(__doc__)
-    ap.add_argument("--member", action="append", default=[], metavar="CKPT",
-                    help="another checkpoint whose decoder joins --checkpoint's as an ensemble (repeatable)")
-    ap.add_argument("--no-encoder", action="store_true", help="decoder + tokenizer only (engine: caption_from_features)")
-    ap.add_argument("--encoder-dtype", default="i8", choices=["i8", "same", "f16", "q8_0", "f32"],
-                    help="storage of the MobileNetV2 weights (default i8: the TFLite model's own integers)")
-    ap.add_argument("--no-repeat-ngram", type=int, default=0, metavar="N",
-                    help="the engine's search never repeats a token n-gram of this size (0: off)")
-    ap.add_argument("--root", default=ROOT)
-    args = ap.parse_args(argv)
-    if not (args.no_repeat_ngram == 0 or 2 <= args.no_repeat_ngram <= 8):
-        ap.error("--no-repeat-ngram must be 0 (off) or 2..8")
-    counts = export([args.checkpoint] + args.member, args.dtype, args.out, args.root, with_encoder=not args.no_encoder,
-                    encoder_dtype=args.encoder_dtype, no_repeat_ngram=args.no_repeat_ngram)
-    report_written(args.out, counts, "decoder tensors")
-
-
-if __name__ == "__main__":
-    main()
+def load(path):
+    """-> (the file's decoder, or the Ensemble of its decoders, with the file's weights; metadata dict)."""
+    meta, tensors = read_gguf_tensors(path)
+    p = ARCH + "."
+    if meta.get("general.architecture") != ARCH:
+        raise SystemExit(f"{path} is not a captioner ({meta.get('general.architecture')})")
+    grid = meta[p + "grid_height"] * meta[p + "grid_width"]
+    members = []
+    for member in range(meta.get(p + "ensemble_size", 1)):
+        own, prefix = member_prefixes(member)
+        mine = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)} if prefix else tensors
+        learned_init = "init_h.weight" not in mine   # left out by the export: frozen zeros
+        cfg = sat.Config(vocab=meta[p + "vocab_size"], feature_dim=meta[p + "feature_size"], grid=grid,
+                         emb=meta[own + "embedding_size"], hidden=meta[own + "hidden_size"],
+                         attn_dim=meta[own + "attention_size"], dropout=0.0, init_from_image=not learned_init,
+                         center_grid=meta.get(own + "annotations", "raw") == "centered",
+                         global_dim=meta[p + "feature_size"] if meta.get(own + "global_feature", "none") == "grid_mean" else 0)
+        model = sat.ShowAttendTell(cfg)
+        if learned_init:
+            mine = dict(mine, **{name: model.state_dict()[name].numpy() for name in ("init_h.weight", "init_c.weight")})
+        load_gguf_weights(model, mine, path, ignore_unknown=True)   # the file also holds the image encoder
+        members.append(model.eval())
+    return (members[0] if len(members) == 1 else sat.Ensemble(members).eval()), meta

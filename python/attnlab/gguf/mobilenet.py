@@ -1,8 +1,8 @@
-#!/usr/bin/python3
-"""Export the MobileNetV2 encoder (and optionally its ImageNet classifier) to GGUF for the C++ engine.
+"""The MobileNetV2 encoder's GGUF schema (and optionally its ImageNet classifier): write it for the C++ engine, on
+its own or inside a captioner file (add_mobilenet), and load a file's encoder back into PyTorch.
 
-    /usr/bin/python3 models/export_mobilenet.py --dtype f16  --out build/mobilenet/mobilenet_v2.f16.gguf
-    /usr/bin/python3 models/export_mobilenet.py --dtype q8_0 --out build/mobilenet/mobilenet_v2.q8_0.gguf
+    python3 -m attnlab.export mobilenet --dtype f16  --out build/mobilenet/mobilenet_v2.f16.gguf
+    python3 -m attnlab.export mobilenet --dtype q8_0 --out build/mobilenet/mobilenet_v2.q8_0.gguf
 
 The captioner's export includes the encoder in its own file with
     add_mobilenet(writer, model=None, prefix="encoder.", dtype="f16", classifier=False, feature_layer=51)
@@ -38,19 +38,17 @@ Metadata (arrays have one entry per layer):
     attnlab.mobilenet.has_classifier  bool
     attnlab.mobilenet.labels          string[1001]  (only with the classifier)
 """
-import argparse
 import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mobilenet_v2 as mnv2  # noqa: E402
-import tflite_mobilenet  # noqa: E402
-from export_common import read_gguf_tensors  # noqa: E402
-from gguf_writer import GGUFWriter, read_gguf  # noqa: E402
+from attnlab.gguf.reader import read_gguf, read_gguf_tensors
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.nn import mobilenet_v2 as mnv2
+from attnlab.nn import tflite_mobilenet
 
-KEY = "attnlab.mobilenet."
+ARCH = "attnlab.mobilenet"
+KEY = ARCH + "."
 PREPROCESS = ("RGB (alpha dropped) -> 224x224 bilinear, half-pixel centers, clamped edges, no antialias, "
               "float32 -> x = pixel / 127.5 - 1; NHWC")
 
@@ -123,9 +121,9 @@ def add_mobilenet(writer, model=None, prefix="encoder.", dtype="f16", classifier
     return model
 
 
-def export(path, dtype="f16", classifier=True, prefix="encoder.", model=None):
+def write(path, dtype="f16", classifier=True, prefix="encoder.", model=None):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    writer = GGUFWriter(path, architecture="attnlab.mobilenet")
+    writer = GGUFWriter(path, architecture=ARCH)
     writer.add_string("general.name", "MobileNetV2 1.0 224 (ImageNet, from the TFLite uint8 model)")
     writer.add_string("general.license", "Apache-2.0")
     model = add_mobilenet(writer, model=model, prefix=prefix, dtype=dtype, classifier=classifier)
@@ -133,7 +131,7 @@ def export(path, dtype="f16", classifier=True, prefix="encoder.", model=None):
     return model
 
 
-def load_from_gguf(path):
+def load(path):
     """A MobileNetV2 whose weights are exactly what the GGUF file holds (f16 / q8_0 / i8 dequantized)."""
     meta, tensors = read_gguf_tensors(path)
     types = {name: type_name for name, type_name, _, _ in read_gguf(path)[2]}
@@ -156,18 +154,3 @@ def load_from_gguf(path):
     model = mnv2.MobileNetV2(specs, classifier)
     model.eval()
     return model
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dtype", default="f16", choices=["f16", "q8_0", "f32", "i8"])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--prefix", default="encoder.")
-    parser.add_argument("--no-classifier", action="store_true")
-    args = parser.parse_args(argv)
-    export(args.out, dtype=args.dtype, classifier=not args.no_classifier, prefix=args.prefix)
-    print(f"wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB)")
-
-
-if __name__ == "__main__":
-    main()

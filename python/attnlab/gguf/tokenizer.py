@@ -1,6 +1,6 @@
 """SentencePiece BPE model -> GGUF tokenizer metadata (`tokenizer.<role>.*`), shared by every exporter.
 
-    from tokenizer_gguf import add_tokenizer
+    from attnlab.gguf.tokenizer import add_tokenizer
     add_tokenizer(writer, "models/tokenizers/multi30k.de.model", role="source")
 
 Keys written (role is "source", "target", or any name):

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
-"""Export a trained Transformer checkpoint (models/train_transformer.py) to GGUF for the C++ engine.
+"""The Transformer translator's GGUF schema: write a trained checkpoint (attnlab.train.transformer) for the C++
+engine, and load such a file back into PyTorch.
 
-    /usr/bin/python3 models/export_transformer.py --checkpoint /work/ckpt/transformer-en-de/best.pt \
+    python3 -m attnlab.export transformer --checkpoint /work/ckpt/transformer-en-de/best.pt \
         --dtype q8_0 --out models/weights/transformer-en-de.q8_0.gguf
 
 Tensors keep their PyTorch state_dict names and shapes (models/transformer.py has the equations):
@@ -23,19 +23,15 @@ Metadata keys (docs/gguf.md, "Transformer"):
     attnlab.training_seconds / attnlab.val_bleu (when known), tokenizer.source.* / tokenizer.target.*
 """
 import os
-import sys
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-from export_common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,  # noqa: E402
-                           translator_export_command)
-from gguf_writer import GGUFWriter  # noqa: E402
-from tokenizer_gguf import add_tokenizer  # noqa: E402
-from transformer import Config  # noqa: E402
+from attnlab.gguf.common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,
+                                 load_translator)
+from attnlab.gguf.tokenizer import add_tokenizer
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.nn.transformer import Config, Transformer
+from attnlab.paths import ROOT
 
 ARCH = "attnlab.transformer"
 
@@ -65,7 +61,8 @@ def build_writer(out, cfg: Config, state_dict, meta, dtype, src_spm, tgt_spm, na
     return w, counts
 
 
-def export(checkpoint, dtype, out, root=ROOT):
+def write(checkpoint, dtype, out, root=ROOT):
+    """checkpoint (a .pt path) -> out; tokenizer paths in it are relative to root. Returns tensor counts by type."""
     ck = torch.load(checkpoint, map_location="cpu")
     cfg = Config(**ck["config"])
     meta = ck["meta"]
@@ -76,9 +73,16 @@ def export(checkpoint, dtype, out, root=ROOT):
     return counts
 
 
-def main(argv=None):
-    translator_export_command(argv, __doc__, export, ROOT)
+def config_from_metadata(meta):
+    """The Config build_writer() stored under ARCH."""
+    p = ARCH + "."
+    return Config(src_vocab=meta[p + "source_vocab_size"], tgt_vocab=meta[p + "target_vocab_size"],
+                  d_model=meta[p + "d_model"], heads=meta[p + "heads"], enc_layers=meta[p + "encoder_layers"],
+                  dec_layers=meta[p + "decoder_layers"], ff=meta[p + "feed_forward_size"],
+                  max_positions=meta[p + "max_positions"], norm=meta[p + "norm"], dropout=0.0)
 
 
-if __name__ == "__main__":
-    main()
+def load(path, ignore_prefix="test."):
+    """A Transformer GGUF file -> (Transformer with its weights, f16/q8_0 dequantized, "src-tgt" pair). The test
+    fixture (attnlab.golden.transformer) also holds golden outputs under "test.": skipped."""
+    return load_translator(path, ARCH, Transformer, config_from_metadata, ignore_prefix)

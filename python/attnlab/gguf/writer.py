@@ -1,5 +1,5 @@
-#!/usr/bin/python3
-"""Write (and dump) GGUF v3 files with numpy only; there is no `gguf` pip package on this machine.
+"""Write GGUF v3 files with numpy only; there is no `gguf` pip package on this machine (attnlab.gguf.reader reads
+them back).
 
 Layout and conventions: docs/gguf.md. Spec: /work/shared/reference/gguf.md.
 
@@ -9,12 +9,8 @@ Layout and conventions: docs/gguf.md. Spec: /work/shared/reference/gguf.md.
     w.add_tensor("encoder.embedding.weight", emb)              # numpy, PyTorch shape, float32
     w.add_tensor("decoder.out.weight", w_out, dtype="q8_0")    # innermost dim % 32 == 0
     w.write()
-
-    /usr/bin/python3 models/gguf_writer.py --dump model.gguf
 """
-import argparse
 import struct
-import sys
 
 import numpy as np
 
@@ -255,88 +251,3 @@ class GGUFWriter:
             out += bytes(data_start + data_size - len(out))
         with open(self.path, "wb") as f:
             f.write(out)
-
-
-# --- a small reader, for --dump and for the fixture script's self-check ---------------------------
-class _Cursor:
-    def __init__(self, data):
-        self.data, self.pos = data, 0
-
-    def take(self, n):
-        if self.pos + n > len(self.data):
-            raise ValueError(f"file truncated at byte {self.pos} (needs {n} more)")
-        chunk = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return chunk
-
-    def unpack(self, fmt):
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
-
-    def string(self):
-        return self.take(self.unpack("<Q")).decode("utf-8", errors="replace")
-
-    def value(self, type_id):
-        name = VALUE_TYPE_NAMES.get(type_id)
-        if name is None:
-            raise ValueError(f"unknown value type {type_id}")
-        if name == "string":
-            return self.string()
-        if name == "array":
-            elem, n = self.unpack("<I"), self.unpack("<Q")
-            return [self.value(elem) for _ in range(n)]
-        return self.unpack(SCALAR_FORMATS[name])
-
-
-def read_gguf(path):
-    """-> (version, [(key, type name, value)], [(name, type name, dims, offset)], data section start, bytes)"""
-    with open(path, "rb") as f:
-        data = f.read()
-    c = _Cursor(data)
-    if c.take(4) != GGUF_MAGIC:
-        raise ValueError(f"{path}: not a GGUF file")
-    version, n_tensors, n_kv = c.unpack("<I"), c.unpack("<Q"), c.unpack("<Q")
-    kvs = []
-    for _ in range(n_kv):
-        key, type_id = c.string(), c.unpack("<I")
-        kvs.append((key, VALUE_TYPE_NAMES.get(type_id, str(type_id)), c.value(type_id)))
-    tensors = []
-    for _ in range(n_tensors):
-        name, n_dims = c.string(), c.unpack("<I")
-        dims = [c.unpack("<Q") for _ in range(n_dims)]
-        type_id, offset = c.unpack("<I"), c.unpack("<Q")
-        tensors.append((name, TENSOR_TYPE_NAMES.get(type_id, str(type_id)), dims, offset))
-    alignment = next((v for k, _, v in kvs if k == "general.alignment"), DEFAULT_ALIGNMENT)
-    return version, kvs, tensors, align_offset(c.pos, alignment), data
-
-
-def _summarize(value, type_name):
-    if type_name == "array":
-        head = ", ".join(repr(v) for v in value[:6])
-        return f"[{len(value)} items: {head}{', ...' if len(value) > 6 else ''}]"
-    if isinstance(value, str) and len(value) > 80:
-        return repr(value[:77] + "...")
-    return repr(value)
-
-
-def dump(path, out=sys.stdout):
-    version, kvs, tensors, data_start, data = read_gguf(path)
-    print(f"{path}: GGUF v{version}, {len(kvs)} metadata keys, {len(tensors)} tensors, "
-          f"data section at byte {data_start}, file {len(data)} bytes", file=out)
-    for key, type_name, value in kvs:
-        print(f"  {key} ({type_name}) = {_summarize(value, type_name)}", file=out)
-    for name, type_name, dims, offset in tensors:
-        shape = list(reversed(dims))
-        print(f"  tensor {name}: {type_name} shape {shape} (ggml dims {dims}) at data+{offset}", file=out)
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dump", metavar="FILE", help="print the metadata and tensor table of a GGUF file")
-    args = parser.parse_args(argv)
-    if not args.dump:
-        parser.error("nothing to do (use --dump FILE)")
-    dump(args.dump)
-
-
-if __name__ == "__main__":
-    main()

@@ -4,7 +4,7 @@
 search produce non-trivial sequences, written with the real export's tensor names and `attnlab.captioner.*` keys
 (models/export_caption.py) but without the encoder: the test feeds the grids directly (caption_from_features).
 
-    /usr/bin/python3 models/golden_caption.py [--out tests/fixtures/caption/decoder.gguf]
+    python3 -m attnlab.golden.caption [--out tests/fixtures/caption/decoder.gguf]
 
 Fixture contents (checked by tests/cpp/test_captioner.cpp):
     decoder tensors and metadata as in the export; tokenizer.target.bos_token_id / eos_token_id
@@ -32,18 +32,18 @@ flickr8k.en tokenizer (role "target"), and the expected outputs of PyTorch runni
 """
 import argparse
 import os
-import sys
 
 import numpy as np
+import sentencepiece as spm
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-from gguf_writer import GGUFWriter  # noqa: E402
-import show_attend_tell as sat  # noqa: E402
-from export_caption import add_decoder  # noqa: E402
+from attnlab.data.flickr8k import TOKENIZER_PATH
+from attnlab.gguf import captioner
+from attnlab.gguf.captioner import add_decoder
+from attnlab.gguf.tokenizer import add_tokenizer
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.nn import show_attend_tell as sat
+from attnlab.paths import FIXTURES, ROOT
 
 GRID_H, GRID_W = 2, 3
 MAX_LEN = 12
@@ -108,7 +108,7 @@ def make(out, variant="raw"):
     model = members[0] if len(members) == 1 else sat.Ensemble(members).eval()
 
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    w = GGUFWriter(out, architecture="attnlab.captioner")
+    w = GGUFWriter(out, architecture=captioner.ARCH)
     w.add_string("general.name", "captioner-decoder-fixture")
     w.add_string("attnlab.task", "caption")
     for k, member in enumerate(members):
@@ -141,11 +141,8 @@ def make(out, variant="raw"):
 
 
 def make_model(out):
-    import sentencepiece as spm
-    from evaluate_caption import load_gguf_decoder
-    from tokenizer_gguf import add_tokenizer
     torch.manual_seed(99)
-    spm_path = os.path.join(ROOT, "models", "tokenizers", "flickr8k.en.model")
+    spm_path = os.path.join(ROOT, TOKENIZER_PATH)
     sp = spm.SentencePieceProcessor(model_file=spm_path)
     cfg = sat.Config(vocab=sp.get_piece_size(), feature_dim=48, grid=GRID_H * GRID_W, emb=32, hidden=32, attn_dim=32,
                      dropout=0.0)
@@ -156,7 +153,7 @@ def make_model(out):
     feats = torch.rand(1, cfg.grid, cfg.feature_dim) * 3.0
 
     def write(path, expected=None):
-        w = GGUFWriter(path, architecture="attnlab.captioner")
+        w = GGUFWriter(path, architecture=captioner.ARCH)
         w.add_string("general.name", "captioner-tiny-fixture")
         w.add_string("attnlab.task", "caption")
         add_decoder(w, model, cfg, GRID_H, GRID_W, MAX_LEN, dtype="f16")
@@ -166,7 +163,7 @@ def make_model(out):
         w.write()
 
     write(out)                                  # first pass: F16 weights; PyTorch then runs exactly those
-    rounded, _ = load_gguf_decoder(out)
+    rounded, _ = captioner.load(out)
     greedy = sat.greedy_decode(rounded, feats, MAX_LEN)[0]
     beam3 = sat.beam_search(rounded, feats, beam=3, max_len=MAX_LEN)[0]
     write(out, {"fixture.greedy_ids": greedy, "fixture.beam3_ids": beam3,
@@ -176,7 +173,7 @@ def make_model(out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "caption", "decoder.gguf"))
+    ap.add_argument("--out", default=os.path.join(FIXTURES, "caption", "decoder.gguf"))
     out = ap.parse_args().out
     make(out)
     make(os.path.join(os.path.dirname(os.path.abspath(out)), "decoder_centered.gguf"), "centered")

@@ -9,19 +9,17 @@ Expected decoded values come from numpy, not from the C++ code under test:
 The .json sidecar repeats the metadata (with types) and the tensor table exactly as the writer laid it
 out; tests/js/gguf_interop.test.mjs checks an independent parser (@huggingface/gguf) against it.
 
-    /usr/bin/python3 models/make_gguf_fixtures.py [--out tests/fixtures/gguf]
+    python3 -m attnlab.golden.gguf_files [--out tests/fixtures/gguf]
 """
 import argparse
 import json
 import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_writer import GGUFWriter, dequantize_q8_0, quantize_q8_0, read_gguf  # noqa: E402
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from attnlab.gguf.reader import read_gguf
+from attnlab.gguf.writer import GGUFWriter, dequantize_q8_0, quantize_q8_0
+from attnlab.paths import FIXTURES
 
 
 def f32(x):
@@ -163,7 +161,7 @@ def sidecar(w):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=os.path.join(REPO, "tests", "fixtures", "gguf"))
+    parser.add_argument("--out", default=os.path.join(FIXTURES, "gguf"))
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for name, make in [("basic", make_basic), ("aligned64", make_aligned64), ("metadata_only", make_metadata_only),
@@ -175,7 +173,7 @@ def main():
         with open(os.path.join(args.out, name + ".json"), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=1, ensure_ascii=False)
             f.write("\n")
-        # Self-check with the independent little reader in gguf_writer.py.
+        # Self-check with the independent little reader (attnlab.gguf.reader).
         version, kvs, tensors, data_start, data = read_gguf(path)
         assert [k for k, _, _ in kvs] == [m["key"] for m in info["metadata"]]
         assert [(n, list(d), o) for n, _, d, o in tensors] == \

@@ -2,7 +2,7 @@
 """Golden fixtures for the C++ layers (src/attnlab/nn): PyTorch runs each layer on tiny, odd-sized inputs and
 the weights, inputs and outputs go into tests/fixtures/layers/*.gguf (all F32 unless noted).
 
-    /usr/bin/python3 models/golden_layers.py [--out tests/fixtures/layers]
+    python3 -m attnlab.golden.layers [--out tests/fixtures/layers]
 
 Files and tensor names (checked by tests/cpp/test_{linear,attention,multihead,rnn}.cpp):
   linear.gguf     f32.{weight,bias}, f32.x [3, 10], f32.y [3, 7], f32.x1 [1, 10], f32.y1 [1, 7];
@@ -22,15 +22,14 @@ Files and tensor names (checked by tests/cpp/test_{linear,attention,multihead,rn
 """
 import argparse
 import os
-import sys
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attention import Attention  # noqa: E402
-from gguf_writer import GGUFWriter, quantize_q8_0, dequantize_q8_0  # noqa: E402
+from attnlab.gguf.writer import GGUFWriter, dequantize_q8_0, quantize_q8_0
+from attnlab.nn.attention import Attention
+from attnlab.paths import FIXTURES
 
 ARCH = "attnlab.fixture"
 
@@ -167,9 +166,8 @@ def rnn_fixture(path):
 
 
 def main():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=os.path.join(root, "tests", "fixtures", "layers"))
+    parser.add_argument("--out", default=os.path.join(FIXTURES, "layers"))
     args = parser.parse_args()
     torch.manual_seed(1234)
     torch.set_num_threads(1)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Golden files for the C++ MobileNetV2 parity test (tests/cpp/test_mobilenet.cpp), computed by PyTorch.
 
-    /usr/bin/python3 models/golden_mobilenet.py
+    python3 -m attnlab.golden.mobilenet
 
 Writes to $ATTNLAB_GOLDEN_DIR/mobilenet (default build/golden/mobilenet; derived from ../shared/data, so never
 committed):
@@ -19,18 +19,16 @@ Images: license-clean only, never Flickr8k: Debian python3-skimage's chelsea (a 
 ignored; a tiny 37x23 gradient that exercises upsampling).
 """
 import os
-import sys
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import export_mobilenet  # noqa: E402
-import mobilenet_v2 as mnv2  # noqa: E402
-from gguf_writer import GGUFWriter  # noqa: E402
+from attnlab.gguf import mobilenet
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.nn import mobilenet_v2 as mnv2
+from attnlab.paths import ROOT, golden_dir
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT_DIR = os.path.join(os.environ.get("ATTNLAB_GOLDEN_DIR", os.path.join(ROOT, "build", "golden")), "mobilenet")
+OUT_DIR = golden_dir("mobilenet")
 
 
 def synthetic_shapes():
@@ -69,12 +67,12 @@ def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     f16_path = os.path.join(OUT_DIR, "mobilenet_v2.f16.gguf")
     source = mnv2.load_mobilenet_v2()
-    export_mobilenet.export(f16_path, dtype="f16", model=source)
-    export_mobilenet.export(os.path.join(OUT_DIR, "mobilenet_v2.q8_0.gguf"), dtype="q8_0", model=source)
+    mobilenet.write(f16_path, dtype="f16", model=source)
+    mobilenet.write(os.path.join(OUT_DIR, "mobilenet_v2.q8_0.gguf"), dtype="q8_0", model=source)
     i8_path = os.path.join(OUT_DIR, "mobilenet_v2.i8.gguf")
-    export_mobilenet.export(i8_path, dtype="i8")
-    model = export_mobilenet.load_from_gguf(f16_path)
-    model_i8 = export_mobilenet.load_from_gguf(i8_path)
+    mobilenet.write(i8_path, dtype="i8")
+    model = mobilenet.load(f16_path)
+    model_i8 = mobilenet.load(i8_path)
 
     writer = GGUFWriter(os.path.join(OUT_DIR, "golden.gguf"), architecture="attnlab.golden")
     names = []

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Conversion check for the TFLite -> PyTorch MobileNetV2 (models/tflite_mobilenet.py, models/mobilenet_v2.py).
+"""Conversion check for the TFLite -> PyTorch MobileNetV2 (attnlab.nn.tflite_mobilenet, attnlab.nn.mobilenet_v2).
 
 1. Sanity classes on license-clean photos (Debian python3-skimage): chelsea -> a cat class, coffee -> espresso.
    (The data README's parrot / hot dog photos are not shipped anywhere we can read.)
@@ -10,7 +10,7 @@
    never photos) with PyTorch's top-5 label indices, and the float logits of 3 of them, so that
    tests/python/test_mobilenet.py can re-check the conversion when ../shared/data is present.
 
-    /usr/bin/python3 models/check_mobilenet.py [--limit N] [--no-write]
+    python3 -m attnlab.golden.mobilenet_check [--limit N] [--no-write]
 """
 import argparse
 import json
@@ -22,16 +22,13 @@ import time
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mobilenet_v2 as mnv2  # noqa: E402
-import tflite_mobilenet  # noqa: E402
+from attnlab.eval.grounding import DOG_LABELS, DOG_WORDS
+from attnlab.nn import mobilenet_v2 as mnv2
+from attnlab.nn import tflite_mobilenet
+from attnlab.paths import FIXTURES, ROOT, SHARED_DATA
 
-ROOT = tflite_mobilenet.ROOT
-FLICKR_DIR = os.path.join(ROOT, "..", "shared", "data", "flickr8k")
-FIXTURE = os.path.join(ROOT, "tests", "fixtures", "mobilenet", "dog_check.json")
-DOG_WORDS = {"dog", "dogs", "puppy", "puppies", "pup", "pups", "doggy", "doggie"}
-# ImageNet class ids 151..268 are the dogs; the 1,001-label file has 'background' at 0, hence +1.
-DOG_LABELS = range(152, 270)
+FLICKR_DIR = os.path.join(SHARED_DATA, "flickr8k")
+FIXTURE = os.path.join(FIXTURES, "mobilenet", "dog_check.json")
 SAMPLE_SIZE = 60
 LOGIT_IMAGES = 3
 
@@ -118,7 +115,7 @@ def main(argv=None):
         rng = np.random.default_rng(8)
         picked = sorted(rng.choice(len(ids), size=min(SAMPLE_SIZE, len(ids)), replace=False).tolist())
         fixture = {
-            "description": "MobileNetV2 conversion check (models/check_mobilenet.py): Flickr8k image ids whose five "
+            "description": "MobileNetV2 conversion check (attnlab.golden.mobilenet_check): Flickr8k image ids whose five "
                            "captions all mention a dog, with the converted PyTorch model's top-5 label indices "
                            "(1,001-label file, 0 = background; dog classes are 152..269). Ids only, no photos.",
             "dog_labels": [DOG_LABELS.start, DOG_LABELS.stop - 1],

@@ -3,14 +3,14 @@
 tiny tokenizers, briefly trained so their outputs are varied and end with EOS, exported through
 models/export_rnn.py, plus PyTorch's outputs for fixed sentences.
 
-    /usr/bin/python3 models/prepare_data.py      # first: build/data/multi30k/train.{en,de}
-    /usr/bin/python3 models/golden_rnn.py [--out tests/fixtures/rnn] [--steps 400]
+    python3 -m attnlab.data.prepare      # first: build/data/multi30k/train.{en,de}
+    python3 -m attnlab.golden.rnn [--out tests/fixtures/rnn] [--steps 400]
 
 Deterministic: seeded, one thread, tokenizers trained on the data in file order; a second run writes
 byte-identical files. Checked by tests/cpp/test_rnn_seq2seq.cpp and tests/js/cli.test.mjs.
 
 Files (<s> = additive, dot, general, cosine):
-  <s>.gguf            the model as export_rnn.export(..., "f32") writes it (tokenizers included)
+  <s>.gguf            the model as bahdanau.write(..., "f32") writes it (tokenizers included)
   additive.q8_0.gguf  the same additive model exported as Q8_0 (loads and translates; tokens may differ)
   <s>.expected.gguf   architecture "attnlab.fixture", what PyTorch computes for it:
       expected.sentences (uint32 N), expected.beam (uint32 5), expected.alpha (float32 1.0)
@@ -31,20 +31,16 @@ import shutil
 import sys
 import tempfile
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import numpy as np
+import sentencepiece as spm
+import torch
+import torch.nn.functional as F
 
-import numpy as np  # noqa: E402
-import sentencepiece as spm  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-import export_rnn  # noqa: E402
-from gguf_writer import GGUFWriter  # noqa: E402
-from seq2seq_rnn import BOS_ID, EOS_ID, PAD_ID, Config, Seq2SeqRNN, beam_search, greedy_decode  # noqa: E402
+from attnlab.data.tokenizer import train_bpe
+from attnlab.gguf import bahdanau
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.nn.seq2seq_rnn import BOS_ID, EOS_ID, PAD_ID, Config, Seq2SeqRNN, beam_search, greedy_decode
+from attnlab.paths import BUILD_DATA, FIXTURES
 
 SCORES = ("additive", "dot", "general", "cosine")
 # Multiples of 32 so that a Q8_0 export quantizes every matrix; dot needs dec_hidden == 2 * enc_hidden.
@@ -67,20 +63,13 @@ SENTENCES = [
 
 
 def train_tokenizer(text_path, prefix):
-    """models/train_tokenizer.py's options with a tiny vocabulary (rare characters fall back to bytes)."""
-    spm.SentencePieceTrainer.train(
-        input=text_path, model_prefix=prefix, model_type="bpe", vocab_size=VOCAB, character_coverage=0.9995,
-        byte_fallback=True, normalization_rule_name="identity", split_digits=True,
-        pad_id=0, unk_id=1, bos_id=2, eos_id=3,
-        pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>",
-        num_threads=1, input_sentence_size=0, shuffle_input_sentence=False, max_sentence_length=16384,
-        minloglevel=2)
-    return prefix + ".model"
+    """The shipped tokenizers' recipe with a tiny vocabulary (rare characters fall back to bytes)."""
+    return train_bpe(text_path, prefix, VOCAB, character_coverage=0.9995)
 
 
 def training_pairs(sp_src, sp_tgt, max_source_tokens=40, limit=6000):
-    """Short Multi30k train pairs (source ids end with EOS, as in models/train_rnn.py)."""
-    data = os.path.join(ROOT, "build", "data", "multi30k")
+    """Short Multi30k train pairs (source ids end with EOS, as in attnlab.train.rnn)."""
+    data = os.path.join(BUILD_DATA, "multi30k")
     with open(os.path.join(data, "train.en"), encoding="utf-8") as f:
         en = [line.rstrip("\n") for line in f]
     with open(os.path.join(data, "train.de"), encoding="utf-8") as f:
@@ -203,15 +192,15 @@ def write_expected(path, model, sp_src, sp_tgt):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "rnn"))
+    ap.add_argument("--out", default=os.path.join(FIXTURES, "rnn"))
     ap.add_argument("--steps", type=int, default=400, help="training steps per model")
     ap.add_argument("--scores", nargs="*", default=list(SCORES), choices=SCORES)
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
-    data = os.path.join(ROOT, "build", "data", "multi30k")
+    data = os.path.join(BUILD_DATA, "multi30k")
     if not os.path.exists(os.path.join(data, "train.en")):
-        sys.exit(f"{data}/train.en is missing: run /usr/bin/python3 models/prepare_data.py first")
+        sys.exit(f"{data}/train.en is missing: run python3 -m attnlab.data.prepare first")
     work = tempfile.mkdtemp(prefix="golden_rnn_")
     try:
         src_model = train_tokenizer(os.path.join(data, "train.en"), os.path.join(work, "tiny.en"))
@@ -226,9 +215,9 @@ def main(argv=None):
             checkpoint = os.path.join(work, score + ".pt")
             torch.save({"config": model.cfg.to_dict(), "meta": meta, "model": model.state_dict()}, checkpoint)
             out = os.path.join(args.out, score + ".gguf")
-            export_rnn.export(checkpoint, "f32", out)
+            bahdanau.write(checkpoint, "f32", out)
             if score == "additive":
-                export_rnn.export(checkpoint, "q8_0", os.path.join(args.out, score + ".q8_0.gguf"))
+                bahdanau.write(checkpoint, "q8_0", os.path.join(args.out, score + ".q8_0.gguf"))
             expected = os.path.join(args.out, score + ".expected.gguf")
             summary = write_expected(expected, model, sp_src, sp_tgt)
             print(f"{score}: loss {loss:.3f}, {os.path.getsize(out) / 1e3:.0f} KB model, "

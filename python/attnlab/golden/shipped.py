@@ -1,13 +1,13 @@
 #!/usr/bin/python3
 """Golden greedy translations of the SHIPPED f16 translators, for tests/cpp/test_shipped_models.cpp.
 
-    /usr/bin/python3 models/prepare_data.py && /usr/bin/python3 models/golden_shipped.py
+    python3 -m attnlab.data.prepare && python3 -m attnlab.golden.shipped
 
 For every models/manifest.json entry with task "translate" and dtype "f16" (an RNN or a Transformer), the GGUF is
-dequantized back into the PyTorch model (models/evaluate_rnn.py's or models/evaluate_transformer.py's loader) and
+dequantized back into the PyTorch model (attnlab.eval.translate's loader, by general.architecture) and
 the first --sentences lines of the pair's test split are translated greedily, keeping each step's attention
 weights (for a Transformer: every layer's and head's encoder self-, decoder self- and cross-attention). Written to
-build/golden/shipped/<id>.expected.gguf (or $ATTNLAB_GOLDEN_DIR/shipped) in the layout of models/golden_rnn.py's
+build/golden/shipped/<id>.expected.gguf (or $ATTNLAB_GOLDEN_DIR/shipped) in the layout of attnlab.golden.rnn's
 *.expected.gguf, plus `expected.model_file` (the repo-relative GGUF path), and build/golden/shipped/index.txt with
 one id per line. Derived from ../shared/data, so never committed.
 
@@ -17,25 +17,20 @@ test allows a near-tie argmax to flip in one sentence out of 50 (issue 3's "at l
 import argparse
 import json
 import os
-import sys
 
 import numpy as np
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-import evaluate_rnn  # noqa: E402
-import evaluate_transformer  # noqa: E402
-import transformer  # noqa: E402
-from golden_rnn import greedy_with_attention  # noqa: E402
-from gguf_writer import GGUFWriter  # noqa: E402
-from translation import encode_source, load_tokenizers, pair_paths, read_split  # noqa: E402
+from attnlab.data.pairs import encode_source, load_tokenizers, pair_paths, read_split
+from attnlab.eval.translate import load_translator
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.golden.rnn import greedy_with_attention
+from attnlab.nn import transformer
+from attnlab.paths import ROOT, golden_dir
 
 RNN_ARCHS = {"bahdanau", "luong-dot", "luong-general", "cosine"}
 TRANSLATOR_ARCHS = RNN_ARCHS | {"transformer"}
-OUT_DIR = os.path.join(os.environ.get("ATTNLAB_GOLDEN_DIR", os.path.join(ROOT, "build", "golden")), "shipped")
+OUT_DIR = golden_dir("shipped")
 
 
 def shipped_translators(manifest_path):
@@ -53,10 +48,10 @@ def transformer_greedy(model, src_ids):
 
 
 def write_expected(entry, sentences, out_dir):
-    is_transformer = entry["arch"] == "transformer"
-    loader = evaluate_transformer if is_transformer else evaluate_rnn
-    model, pair = loader.load_model(os.path.join(ROOT, entry["file"]))
-    model.eval()
+    model, family, pair = load_translator(os.path.join(ROOT, entry["file"]))
+    is_transformer = family is transformer
+    if is_transformer != (entry["arch"] == "transformer"):
+        raise SystemExit(f"{entry['file']}: the manifest's arch {entry['arch']!r} is not the file's")
     paths = pair_paths(pair)
     sp_src, sp_tgt = load_tokenizers(paths)
     lines = read_split(paths, "test", sentences)[0]

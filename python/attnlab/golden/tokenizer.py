@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Golden ids for the C++ tokenizer parity test (tests/cpp/test_tokenizer.cpp), computed by sentencepiece.
 
-    /usr/bin/python3 models/prepare_data.py && /usr/bin/python3 models/golden_tokenizer.py
+    python3 -m attnlab.data.prepare && python3 -m attnlab.golden.tokenizer
 
 Writes build/golden/tokenizer/<name>.tsv (derived from ../shared/data, so never committed), one line per input:
     text <TAB> ids (space-separated) <TAB> sentencepiece's decode(ids)
@@ -20,14 +20,11 @@ import sys
 
 import sentencepiece as spm
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_writer import GGUFWriter  # noqa: E402
-from tokenizer_gguf import add_tokenizer  # noqa: E402
+from attnlab.gguf.tokenizer import add_tokenizer
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.paths import BUILD_DATA as DATA_DIR, TOKENIZER_DIR, golden_dir
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA_DIR = os.path.join(REPO_ROOT, "build", "data")
-TOKENIZER_DIR = os.path.join(REPO_ROOT, "models", "tokenizers")
-OUT_DIR = os.path.join(os.environ.get("ATTNLAB_GOLDEN_DIR", os.path.join(REPO_ROOT, "build", "golden")), "tokenizer")
+OUT_DIR = golden_dir("tokenizer")
 
 ADVERSARIAL = [
     "", " ", "   ", "\t", " \t ", "  leading spaces", "trailing spaces   ", "many    inner     spaces",
@@ -146,7 +143,7 @@ def write_toys():
 def main():
     for relative in ("multi30k/val.en", "cmn/val.zh"):
         if not os.path.exists(os.path.join(DATA_DIR, relative)):
-            sys.exit(f"{os.path.join(DATA_DIR, relative)} is missing: run /usr/bin/python3 models/prepare_data.py")
+            sys.exit(f"{os.path.join(DATA_DIR, relative)} is missing: run python3 -m attnlab.data.prepare")
     os.makedirs(OUT_DIR, exist_ok=True)
     zh = (read_lines("cmn/val.zh") + read_lines("cmn/test.zh"))[:1000]
     corpora = {

@@ -2,9 +2,9 @@
 """Golden fixture for the C++ Transformer (tests/cpp/test_transformer.cpp): a tiny pre-LN Transformer
 (d 32, 4 heads, 2+2 layers, FF 64) with tiny BPE tokenizers (200 pieces, no byte fallback), trained
 for a few hundred steps on the first Multi30k EN->DE pairs so that its outputs are not degenerate, then
-exported with models/export_transformer.py (f32) plus PyTorch's results for a few fixed sentences.
+exported with attnlab.gguf.transformer (f32) plus PyTorch's results for a few fixed sentences.
 
-    /usr/bin/python3 models/prepare_data.py && /usr/bin/python3 models/golden_transformer.py
+    python3 -m attnlab.data.prepare && python3 -m attnlab.golden.transformer
 
 Writes tests/fixtures/transformer/tiny.gguf. Besides the model's own keys and tensors it holds:
     test.case_count, test.beam (beam width of the beam results)
@@ -17,7 +17,6 @@ Writes tests/fixtures/transformer/tiny.gguf. Besides the model's own keys and te
 import argparse
 import os
 import random
-import sys
 import tempfile
 import time
 
@@ -26,13 +25,11 @@ import sentencepiece as spm
 import torch
 import torch.nn.functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-
-from export_transformer import build_writer  # noqa: E402
-from transformer import (BOS_ID, EOS_ID, PAD_ID, Config, Transformer, beam_search,  # noqa: E402
-                         count_parameters, greedy_decode)
+from attnlab.data.tokenizer import train_bpe
+from attnlab.gguf.transformer import build_writer
+from attnlab.nn.transformer import (BOS_ID, EOS_ID, PAD_ID, Config, Transformer, beam_search, count_parameters,
+                                    greedy_decode)
+from attnlab.paths import BUILD_DATA, FIXTURES
 
 SENTENCES = [  # our own sentences, not from the test data
     "A man is riding a red bike.",
@@ -51,12 +48,7 @@ def train_tokenizer(text_path, lines, prefix):
     tmp = prefix + ".txt"
     with open(tmp, "w", encoding="utf-8") as f:
         f.writelines(head)
-    spm.SentencePieceTrainer.train(
-        input=tmp, model_prefix=prefix, model_type="bpe", vocab_size=VOCAB, character_coverage=1.0,
-        byte_fallback=False, normalization_rule_name="identity", split_digits=True,
-        pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>",
-        eos_piece="</s>", num_threads=1, input_sentence_size=0, shuffle_input_sentence=False, minloglevel=2)
-    return prefix + ".model", [line.rstrip("\n") for line in head]
+    return train_bpe(tmp, prefix, VOCAB, byte_fallback=False), [line.rstrip("\n") for line in head]
 
 
 def pad(seqs):
@@ -87,9 +79,9 @@ def train(model, pairs, steps, seed):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures", "transformer", "tiny.gguf"))
+    ap.add_argument("--out", default=os.path.join(FIXTURES, "transformer", "tiny.gguf"))
     ap.add_argument("--steps", type=int, default=600)
-    ap.add_argument("--data", default=os.path.join(ROOT, "build", "data", "multi30k"))
+    ap.add_argument("--data", default=os.path.join(BUILD_DATA, "multi30k"))
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     torch.manual_seed(1234)

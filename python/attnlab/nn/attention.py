@@ -15,7 +15,6 @@ Score functions (q [dq] decoder state, k_s [dk] encoder annotation):
 
 The tensor names are the ones models/seq2seq_rnn.py's Attention uses, so its state_dict (prefix `attn.`) and
 this module's load into the C++ `attnlab::nn::load_attention(file, "attn", score, dq, dk, A)` unchanged.
-Import with `sys.path.insert(0, "models")` or from the repository root as `models.attention`.
 """
 import math
 

@@ -122,7 +122,7 @@ class MobileNetV2(nn.Module):
 
 def load_mobilenet_v2(path=None):
     """The converted ImageNet model (eval mode) from the TFLite file."""
-    import tflite_mobilenet
+    from attnlab.nn import tflite_mobilenet
     layers, classifier = tflite_mobilenet.read_mobilenet(path or tflite_mobilenet.TFLITE_PATH)
     model = MobileNetV2(layers, classifier)
     model.eval()

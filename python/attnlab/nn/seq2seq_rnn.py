@@ -41,8 +41,6 @@ at inference and never changes the equations above.
 from __future__ import annotations
 
 import math
-import os
-import sys
 from dataclasses import dataclass, asdict
 from typing import List
 
@@ -51,13 +49,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import decoding  # noqa: E402
-from decoding import BOS_ID, EOS_ID, PAD_ID, UNK_ID  # noqa: E402,F401  (one definition for all models)
-try:
-    from attention import Attention, SCORES
-except ImportError:  # imported as models.seq2seq_rnn
-    from models.attention import Attention, SCORES
+from attnlab.nn import decoding
+from attnlab.nn.attention import SCORES, Attention  # noqa: F401  (SCORES: the trainer's --score choices)
+from attnlab.nn.decoding import BOS_ID, EOS_ID, PAD_ID, UNK_ID  # noqa: F401  (one definition for all models)
 
 
 @dataclass

@@ -57,8 +57,6 @@ The length limit is fixed (max_len tokens), expressed as src_len = 0, max_len_a 
 from __future__ import annotations
 
 import math
-import os
-import sys
 from dataclasses import dataclass, asdict
 from typing import List
 
@@ -66,10 +64,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attention import Attention  # noqa: E402
-import seq2seq_rnn  # noqa: E402
-from seq2seq_rnn import Encoded, PAD_ID, BOS_ID, EOS_ID  # noqa: E402,F401
+from attnlab.nn import seq2seq_rnn
+from attnlab.nn.attention import Attention
+from attnlab.nn.seq2seq_rnn import BOS_ID, EOS_ID, PAD_ID, Encoded  # noqa: F401
 
 
 @dataclass

@@ -14,29 +14,37 @@ What the conversion does, per operator (the graph is checked to be exactly the M
   AVERAGE_POOL_2D (7x7 VALID over the 7x7 map) + CONV_2D 1x1 1280->1001 + RESHAPE + SOFTMAX -> the classifier:
       global mean, then a [1001, 1280] linear layer.
 
-    /usr/bin/python3 models/tflite_mobilenet.py          # prints the layer list
+    python3 -m attnlab.nn.tflite_mobilenet          # prints the layer list
 """
+import importlib.util
 import os
 import subprocess
 import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA_DIR = os.path.join(ROOT, "..", "shared", "data", "mobilenet")
+from attnlab.paths import BUILD, SHARED_DATA
+
+DATA_DIR = os.path.join(SHARED_DATA, "mobilenet")
 TFLITE_PATH = os.path.join(DATA_DIR, "mobilenet_v2_1.0_224_quant.tflite")
 LABELS_PATH = os.path.join(DATA_DIR, "imagenet_labels.txt")
 SCHEMA_PATH = os.path.join(DATA_DIR, "schema.fbs")
-SCHEMA_OUT = os.path.join(ROOT, "build", "tflite_schema")
+SCHEMA_OUT = os.path.join(BUILD, "tflite_schema")
 
 
 def ensure_schema():
-    """Generate the flatbuffers reader for the TFLite schema (once) and make it importable."""
-    if not os.path.exists(os.path.join(SCHEMA_OUT, "tflite", "Model.py")):
+    """Generate the flatbuffers reader for the TFLite schema (once) and make it importable as `tflite`. The
+    generated package lives in build/, so it is registered by its location rather than through sys.path."""
+    package_dir = os.path.join(SCHEMA_OUT, "tflite")
+    if not os.path.exists(os.path.join(package_dir, "Model.py")):
         os.makedirs(SCHEMA_OUT, exist_ok=True)
         subprocess.run(["flatc", "--python", "-o", SCHEMA_OUT, SCHEMA_PATH], check=True)
-    if SCHEMA_OUT not in sys.path:
-        sys.path.insert(0, SCHEMA_OUT)
+    if "tflite" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("tflite", os.path.join(package_dir, "__init__.py"),
+                                                      submodule_search_locations=[package_dir])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["tflite"] = module
+        spec.loader.exec_module(module)
 
 
 def read_labels(path=LABELS_PATH):

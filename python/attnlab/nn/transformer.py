@@ -30,17 +30,14 @@ projected once per sentence. Attention tensors returned: encoder self [L][H][S][
 from __future__ import annotations
 
 import math
-import os
-import sys
 from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import decoding  # noqa: E402
-from decoding import BOS_ID, EOS_ID, PAD_ID, UNK_ID  # noqa: E402,F401  (one definition for all models)
+from attnlab.nn import decoding
+from attnlab.nn.decoding import BOS_ID, EOS_ID, PAD_ID, UNK_ID  # noqa: F401  (one definition for all models)
 
 
 @dataclass

@@ -1,26 +1,22 @@
 #!/usr/bin/python3
 """Average the weights of a translator's last epochs into one checkpoint (Vaswani et al. 2017, section 6.1).
 
-    /usr/bin/python3 models/average_checkpoints.py --dir /work/ckpt/transformer-de-en --last 5 \
+    python3 -m attnlab.train.average --dir /work/ckpt/transformer-de-en --last 5 \
         --out /work/ckpt/transformer-de-en/averaged.pt
 
-Reads OUT/epoch-<n>.pt, which the trainers keep for the last --keep-epochs epochs (models/translation.py), takes
-the --last N highest epochs (or --epochs a b c), and writes their element-wise mean in best.pt's layout, so
-export_transformer.py / export_rnn.py / evaluate_*.py take it as they take best.pt. The averaged model often
+Reads OUT/epoch-<n>.pt, which the trainers keep for the last --keep-epochs epochs (attnlab.train.translator,
+attnlab.train.caption), takes the --last N highest epochs (or --epochs a b c), and writes their element-wise mean in
+best.pt's layout, so attnlab.export and attnlab.eval take it as they take best.pt. The averaged model often
 translates better than any single epoch late in training, when the epochs wander around one minimum; whether it
-does here is for evaluate_transformer.py --split val to say, not assumed.
+does here is for attnlab.eval.translate --split val to say, not assumed.
 """
 import argparse
 import os
 import re
-import sys
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-
-from training import atomic_save  # noqa: E402
+from attnlab.train.loop import atomic_save
 
 
 def epoch_files(directory):

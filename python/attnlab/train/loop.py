@@ -1,8 +1,10 @@
-"""Pieces every resumable training script here shares (train_rnn.py, train_transformer.py, train_caption.py):
-logging, atomic checkpoints, RNG capture/restore, the wall-clock budget and the periodic-save timer.
+"""The one resumable training loop (run) and the pieces every family shares: logging, atomic checkpoints, RNG
+capture/restore, the wall-clock budget and the periodic-save timer.
 
-A checkpoint's layout belongs to its script (resumed runs read files written by older code, so keys never change
-here); this module only writes and reads what it is given.
+A family (attnlab.train.translator for the RNN and the Transformer, attnlab.train.caption) feeds the loop its
+batches, its loss, its validation, its learning-rate schedule and its checkpoint layout. A checkpoint's layout
+belongs to its family (resumed runs read files written by older code, so keys never change here); this module only
+writes and reads what it is given.
 """
 import ctypes
 import os
@@ -100,3 +102,76 @@ class Every:
 
     def reset(self):
         self.last = time.time()
+
+
+class Family:
+    """What a model family gives run(). `state` is the checkpoint's "state" dict: the epoch, the position in it
+    (state[position_key]), best score and patience, and whatever else the family keeps there."""
+    position_key = "step_in_epoch"
+
+    def stop_before_start(self, state):
+        """-> why a resumed run has nothing left to do, or None."""
+        return None
+
+    def epoch_batches(self, state):
+        """The current epoch's batches: the same list again when the epoch is resumed."""
+        raise NotImplementedError
+
+    def batch_loss(self, batch, state):
+        """Forward one batch (after setting any per-step learning rate) -> the loss to minimize."""
+        raise NotImplementedError
+
+    def after_step(self, state, n_batches):
+        """Counters and the progress log, after the optimizer step."""
+
+    def stop_during_epoch(self, state):
+        """-> why to stop now (a time or step budget), or None."""
+        return None
+
+    def end_epoch(self, state):
+        """Validate, advance state to the next epoch, keep the best, adapt the learning rate -> a stop reason (no
+        gain for too long) or None."""
+        raise NotImplementedError
+
+    def keep_epoch(self, state):
+        """The epoch's model as OUT/epoch-<n>.pt (attnlab.train.average's inputs), if the family keeps them."""
+
+    def save_last(self, reason):
+        """The resumable OUT/last.pt."""
+        raise NotImplementedError
+
+    def finish(self, state, stop_reason):
+        """The last checkpoint and log line."""
+
+
+def run(family, model, optimizer, state, epochs, clip, save_minutes):
+    """The resumable epoch loop: up to `epochs` epochs of family.epoch_batches, each step forward (family.batch_loss),
+    backward, gradient clipping at `clip`, optimizer step; OUT/last.pt every `save_minutes` and after each epoch.
+    An epoch stopped on its last batch is still validated: it is complete."""
+    position = family.position_key
+    timer = Every(save_minutes)
+    stop_reason = family.stop_before_start(state)
+    while stop_reason is None and state["epoch"] < epochs:
+        batches = family.epoch_batches(state)
+        model.train()
+        while state[position] < len(batches):
+            loss = family.batch_loss(batches[state[position]], state)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            state[position] += 1
+            family.after_step(state, len(batches))
+            if timer.due():
+                family.save_last("timer")
+                timer.reset()
+            stop_reason = family.stop_during_epoch(state)
+            if stop_reason:
+                break
+        if stop_reason is not None and state[position] < len(batches):
+            break
+        stop_reason = family.end_epoch(state) or stop_reason
+        family.keep_epoch(state)
+        family.save_last(f"epoch {state['epoch']}")
+        timer.reset()
+    family.finish(state, stop_reason)

@@ -1,37 +1,30 @@
 #!/usr/bin/python3
-"""Train the Bahdanau RNN translator (models/seq2seq_rnn.py) on CPU, resumably.
+"""Train the Bahdanau RNN translator (attnlab.nn.seq2seq_rnn) on CPU, resumably.
 
-    /usr/bin/python3 models/train_rnn.py --pair en-de --out /work/ckpt/bahdanau-en-de
+    python3 -m attnlab.train.rnn --pair en-de --out /work/ckpt/bahdanau-en-de
 
 Re-running the same command resumes from OUT/last.pt (model, optimizer, epoch, step, RNG states,
 best BLEU, patience, accumulated wall-clock time). OUT/best.pt holds the best model by greedy
 validation BLEU (13a; character BLEU for Chinese). Logs go to OUT/train.log and stdout.
 """
-import os
-
-# Other engineers compile on the same two cores: spinning OpenMP threads waste what little CPU we get.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 import argparse
 import json
-import sys
 
-import cpu_blas  # noqa: E402,F401  (before torch: OpenBLAS's AVX kernels, see models/cpu_blas.py)
+from attnlab import cpu_blas  # noqa: F401  (before torch: OpenBLAS's AVX kernels, see attnlab/cpu_blas.py)
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-
-import seq2seq_rnn  # noqa: E402
-from seq2seq_rnn import SCORES, Config, Seq2SeqRNN, count_parameters  # noqa: E402
-from training import restore_training  # noqa: E402
-from translation import (PAIRS, add_run_options, add_training_options, log_resumed, metric_for,  # noqa: E402
-                         new_training_state, set_learning_rate, start_training, train_translator, translate_lines,
-                         translation_meta)
+from attnlab.data.pairs import PAIRS
+from attnlab.eval.bleu import metric_for
+from attnlab.eval.search import translate_lines
+from attnlab.nn import seq2seq_rnn
+from attnlab.nn.seq2seq_rnn import SCORES, Config, Seq2SeqRNN, count_parameters
+from attnlab.train.loop import restore_training
+from attnlab.train.translator import (add_run_options, add_training_options, log_resumed, new_training_state,
+                                      set_learning_rate, start_training, train_translator, translation_meta)
 
 
 def translate(model, sp_src, sp_tgt, lines, **options):
-    """Detokenized translations of `lines` (greedy when beam == 1), in input order (translation.translate_lines)."""
+    """Detokenized translations of `lines` (greedy when beam == 1), in input order."""
     return translate_lines(seq2seq_rnn, model, sp_src, sp_tgt, lines, **options)
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Train the pre-LN Transformer translator (models/transformer.py) on CPU, resumably.
+"""Train the pre-LN Transformer translator (attnlab.nn.transformer) on CPU, resumably.
 
-    /usr/bin/python3 models/train_transformer.py --pair de-en --out /work/ckpt/transformer-de-en
+    python3 -m attnlab.train.transformer --pair de-en --out /work/ckpt/transformer-de-en
 
 Re-running the same command resumes from OUT/last.pt (model, optimizer, schedule step, epoch, position in
 the epoch, RNG states, best BLEU, patience, accumulated wall-clock time); last.pt is written atomically
@@ -17,32 +17,26 @@ Why 2048-token batches and an 800-step warm-up: on CPU an epoch costs ~7 minutes
 what matters is progress per epoch; ~310 updates per epoch (4096 gives 155) and a warm-up of ~2.5 epochs (1000
 steps at 4096 took 6.5 epochs) reach a given loss in fewer epochs.
 """
-import os
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 import argparse
 import json
 import math
-import sys
 
-import cpu_blas  # noqa: E402,F401  (before torch: OpenBLAS's AVX kernels, see models/cpu_blas.py)
+from attnlab import cpu_blas  # noqa: F401  (before torch: OpenBLAS's AVX kernels, see attnlab/cpu_blas.py)
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-
-import transformer  # noqa: E402
-from training import restore_training  # noqa: E402
-from translation import (add_run_options, add_training_options, log_resumed, metric_for,  # noqa: E402
-                         new_training_state, start_training, train_translator, translate_lines, translation_meta)
-from transformer import Config, Transformer, count_parameters  # noqa: E402
+from attnlab.eval.bleu import metric_for
+from attnlab.eval.search import translate_lines
+from attnlab.nn import transformer
+from attnlab.nn.transformer import Config, Transformer, count_parameters
+from attnlab.train.loop import restore_training
+from attnlab.train.translator import (add_run_options, add_training_options, log_resumed, new_training_state,
+                                      start_training, train_translator, translation_meta)
 
 PAIRS = ("en-de", "de-en")
 
 
 def translate(model, sp_src, sp_tgt, lines, **options):
-    """Detokenized translations of `lines` (greedy when beam == 1), in input order (translation.translate_lines)."""
+    """Detokenized translations of `lines` (greedy when beam == 1), in input order."""
     return translate_lines(transformer, model, sp_src, sp_tgt, lines, **options)
 
 

@@ -1,0 +1,77 @@
+"""The translation corpora and language pairs: which files hold each split, which tokenizers each side uses, and
+the source / target id sequences the translators train on.
+
+A corpus is a directory of build/data written by attnlab.data.prepare, with one line-aligned file per split and
+language; a pair names a corpus and the direction. Adding a data source is one CORPORA entry (and its
+preparation in attnlab.data.prepare), adding a direction one PAIRS entry.
+"""
+import os
+
+import sentencepiece as spm
+
+from attnlab.nn.decoding import BOS_ID, EOS_ID
+from attnlab.paths import ROOT
+
+# corpus -> its (train, validation, test) split names
+CORPORA = {"multi30k": ("train", "val", "test2016"), "cmn": ("train", "val", "test")}
+# pair -> (corpus, source language, target language); each side's tokenizer is models/tokenizers/<corpus>.<lang>
+PAIRS = {
+    "en-de": ("multi30k", "en", "de"),
+    "de-en": ("multi30k", "de", "en"),
+    "en-zh": ("cmn", "en", "zh"),
+}
+
+
+def pair_paths(pair, root=ROOT):
+    """-> dict with data files per split and the two tokenizer models."""
+    if pair not in PAIRS:
+        raise ValueError(f"unknown pair {pair!r}; expected one of {sorted(PAIRS)}")
+    corpus, src, tgt = PAIRS[pair]
+    data = os.path.join(root, "build", "data", corpus)
+    train, val, test = CORPORA[corpus]
+    return {
+        "corpus": corpus, "src_lang": src, "tgt_lang": tgt,
+        "train": (os.path.join(data, f"{train}.{src}"), os.path.join(data, f"{train}.{tgt}")),
+        "val": (os.path.join(data, f"{val}.{src}"), os.path.join(data, f"{val}.{tgt}")),
+        "test": (os.path.join(data, f"{test}.{src}"), os.path.join(data, f"{test}.{tgt}")),
+        "src_spm": os.path.join(root, "models", "tokenizers", f"{corpus}.{src}.model"),
+        "tgt_spm": os.path.join(root, "models", "tokenizers", f"{corpus}.{tgt}.model"),
+    }
+
+
+def read_lines(path):
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} is missing: run python3 -m attnlab.data.prepare first")
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def read_split(paths, split, limit=0):
+    """-> (source lines, reference lines) of one split, the first `limit` only when limit > 0."""
+    src, ref = (read_lines(p) for p in paths[split])
+    if len(src) != len(ref):
+        raise ValueError(f"{split} files differ in length: {len(src)} vs {len(ref)}")
+    if limit:
+        src, ref = src[:limit], ref[:limit]
+    return src, ref
+
+
+def load_tokenizers(paths):
+    return (spm.SentencePieceProcessor(model_file=paths["src_spm"]),
+            spm.SentencePieceProcessor(model_file=paths["tgt_spm"]))
+
+
+def encode_source(sp, line):
+    """Source ids end with EOS so the encoder sees where the sentence stops (C++ does the same)."""
+    return sp.encode(line) + [EOS_ID]
+
+
+def encode_training_pairs(sp_src, sp_tgt, src_lines, tgt_lines, max_len):
+    """-> (source id lists, BOS + target + EOS id lists), dropping empty pairs and those over max_len subwords."""
+    src_ids, tgt_ids = [], []
+    for s, t in zip(src_lines, tgt_lines):
+        a, b = encode_source(sp_src, s), [BOS_ID] + sp_tgt.encode(t) + [EOS_ID]
+        if 1 < len(a) <= max_len and 2 < len(b) <= max_len + 1:
+            src_ids.append(a)
+            tgt_ids.append(b)
+    return src_ids, tgt_ids

@@ -1,0 +1,1 @@
+"""The PyTorch models the engine mirrors, and their greedy and beam search."""
