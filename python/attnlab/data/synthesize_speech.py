@@ -90,7 +90,9 @@ class TextPools:
 
 
 def run(command, **kw):
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
 
 
 def speak(voice, text, rate, pitch, out_wav, tmp):
@@ -156,7 +158,9 @@ def augment(rng, in_wav, out_wav, tmp):
         effects += ["sinc", "300-3400"]
         notes.append("telephone")
     mid = os.path.join(tmp, "mid.wav")
-    run(["sox", in_wav, "-r", str(SAMPLE_RATE), "-b", "16", "-c", "1", mid] + effects + ["rate", str(SAMPLE_RATE)])
+    # Resampling first: an 8 kHz voice slowed down would otherwise have no room left for the band limit.
+    run(["sox", in_wav, "-r", str(SAMPLE_RATE), "-b", "16", "-c", "1", mid, "rate", str(SAMPLE_RATE)] + effects
+        + ["rate", str(SAMPLE_RATE)])
     samples = read_wav(mid)
     # A short pause before and after, as a person speaking into a microphone leaves.
     pad = lambda: np.zeros(int(SAMPLE_RATE * rng.uniform(0.05, 0.4)), np.float32)  # noqa: E731
