@@ -1,6 +1,6 @@
 """attnlab.eval.probe on a hand-made engine output (no model needed).
 
-    /usr/bin/python3 -m unittest discover -s tests/python -p 'test_attention_probe.py'
+    PYTHONPATH=python /usr/bin/python3 -m unittest discover -s tests/python -t . -p 'test_attention_probe.py'
 """
 import os
 import unittest

@@ -1,6 +1,6 @@
 """attnlab.train.average and the trainers' epoch files (attnlab.train.translator keep_epoch_model).
 
-    /usr/bin/python3 -m unittest discover -s tests/python -p 'test_average_checkpoints.py'
+    PYTHONPATH=python /usr/bin/python3 -m unittest discover -s tests/python -t . -p 'test_average_checkpoints.py'
 """
 import argparse
 import os

@@ -1,6 +1,6 @@
 """attnlab.eval.bleu against hand-worked examples and values published by sacreBLEU / its users.
 
-    /usr/bin/python3 -m unittest discover -s tests/python -p 'test_bleu.py'
+    PYTHONPATH=python /usr/bin/python3 -m unittest discover -s tests/python -t . -p 'test_bleu.py'
 """
 import math
 import os

@@ -1,6 +1,6 @@
 """attnlab.cpu_blas: the OpenBLAS core chosen from /proc/cpuinfo flags.
 
-    /usr/bin/python3 -m unittest discover -s tests/python -p 'test_cpu_blas.py'
+    PYTHONPATH=python /usr/bin/python3 -m unittest discover -s tests/python -t . -p 'test_cpu_blas.py'
 """
 import os
 import tempfile

@@ -1,6 +1,6 @@
 """attnlab.nn.decoding's no-repeat n-gram ban on hand-worked cases (the C++ side: tests/cpp/test_search.cpp).
 
-    /usr/bin/python3 -m unittest discover -s tests/python -p 'test_decoding.py'
+    PYTHONPATH=python /usr/bin/python3 -m unittest discover -s tests/python -t . -p 'test_decoding.py'
 """
 import math
 import os

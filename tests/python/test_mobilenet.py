@@ -1,9 +1,9 @@
 """MobileNetV2 conversion (attnlab.nn.tflite_mobilenet, attnlab.nn.mobilenet_v2, attnlab.gguf.mobilenet).
 
-    /usr/bin/python3 -m unittest discover -s tests/python -t . -p 'test_mobilenet.py'
+    PYTHONPATH=python /usr/bin/python3 -m unittest discover -s tests/python -t . -p 'test_mobilenet.py'
 
 The padding and resize tests need nothing but torch; the conversion tests read ../shared/data/mobilenet and the
-Flickr8k photos named in tests/fixtures/mobilenet/dog_check.json (ids only), and are skipped without them.
+Flickr8k photos and captions, and are skipped without them (they fail instead where CI=true: tests/python/needs.py).
 """
 import json
 import os
@@ -19,6 +19,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 from attnlab.gguf import mobilenet
 from attnlab.gguf.reader import read_gguf
 from attnlab.nn import mobilenet_v2 as mnv2
+from tests.python.needs import needs
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "mobilenet", "dog_check.json")
 DATA = os.path.join(ROOT, "..", "shared", "data")
@@ -76,7 +77,7 @@ class Resize(unittest.TestCase):
         np.testing.assert_allclose(x[0, 0], [-1.0, 1.0, 128 / 127.5 - 1], rtol=0, atol=1e-7)
 
 
-@unittest.skipUnless(HAVE_DATA, "../shared/data (MobileNetV2 TFLite file, Flickr8k photos) is not available")
+@needs(HAVE_DATA, "../shared/data (MobileNetV2 TFLite file, Flickr8k photos) is not available")
 class Conversion(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -95,9 +96,22 @@ class Conversion(unittest.TestCase):
         top5 = torch.topk(logits, 5, dim=1).indices.tolist()
         dogs = sum(any(lo <= c <= hi for c in t) for t in top5)
         self.assertGreaterEqual(dogs / len(sample), 0.8, f"{dogs}/{len(sample)} dog images have a dog class in the top 5")
-        self.assertGreaterEqual(self.fixture["full_run"]["percent"], 80.0)
         for s, t in zip(sample, top5):  # same classes as when the fixture was made (order may swap on near-ties)
             self.assertGreaterEqual(len(set(s["top5"]) & set(t)), 4, s["id"])
+
+    def test_dog_share_on_images_the_captions_choose(self):
+        """The fixture's full-run percentage, measured again: the reference is the human captions (every 20th image
+        whose five captions all name a dog, listed from Flickr8k.token.txt, not from the fixture), the claim that
+        MobileNetV2 puts a dog class in the top 5 for at least 80% of them, and the stored figure within sampling
+        error (~2.7 points for ~80 images) of what is measured."""
+        from attnlab.golden.mobilenet_check import dog_image_ids
+        ids = dog_image_ids()[::20]
+        self.assertGreaterEqual(len(ids), 60)
+        logits = torch.cat([self._run(ids[i:i + 20]) for i in range(0, len(ids), 20)])
+        lo, hi = self.fixture["dog_labels"]
+        share = 100.0 * sum(any(lo <= c <= hi for c in t) for t in torch.topk(logits, 5, dim=1).indices.tolist()) / len(ids)
+        self.assertGreaterEqual(share, 80.0)
+        self.assertLess(abs(share - self.fixture["full_run"]["percent"]), 10.0, share)
 
     def test_float_logits(self):
         rows = self.fixture["logits"]

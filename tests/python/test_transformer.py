@@ -1,7 +1,7 @@
 """attnlab.nn.transformer: the KV-cached decoder equals the teacher-forced one, the attention tensors have the
 documented shapes and masks, padding does not change a sentence's result, and beam search with beam 1 is greedy.
 
-    /usr/bin/python3 -m unittest discover -s tests/python -p 'test_transformer.py'
+    PYTHONPATH=python /usr/bin/python3 -m unittest discover -s tests/python -t . -p 'test_transformer.py'
 """
 import os
 import unittest
