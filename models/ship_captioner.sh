@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Exports a captioner checkpoint (train_caption.py's best.pt, or an average_checkpoints.py mean) to the two shipped
+# Exports a captioner checkpoint (attnlab.train.caption's best.pt, or an attnlab.train.average mean) to the two shipped
 # files and measures both: Flickr8k test BLEU-1..4 with beam 3 from PyTorch on the stored grids and from the engine
 # (CLI: JPEG decoding, resize, MobileNetV2 and decoder in C++), then where the attention goes when a caption
-# names a dog (attention_grounding.py through the engine, all 1000 test images).
+# names a dog (attnlab.eval.grounding through the engine, all 1000 test images).
 #   bash models/ship_captioner.sh NAME CHECKPOINT [MEMBER...]
 #   e.g. bash models/ship_captioner.sh captioner-flickr8k /work/ckpt/captioner-7e/shipped.pt
-# MEMBER checkpoints join CHECKPOINT's decoder as an ensemble in the same file (export_caption.py --member).
+# MEMBER checkpoints join CHECKPOINT's decoder as an ensemble in the same file (attnlab.export caption --member).
 # Writes models/weights/NAME.{f16,q8_0}.gguf and the printed results to build/eval/NAME.txt.
-# Needs the native CLI (npm run build) and the grids of models/extract_features.py (FEATURES in the environment,
-# default /work/ckpt/features). EXPORT_OPTIONS in the environment go to export_caption.py as they are
+# Needs the native CLI (npm run build) and the grids of attnlab.data.features (FEATURES in the environment,
+# default /work/ckpt/features). EXPORT_OPTIONS in the environment go to attnlab.export caption as they are
 # (e.g. "--no-repeat-ngram 3"). Then list the files in models/manifest.json and run node scripts/make_manifest.mjs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PYTHONPATH="$PWD/python"   # the attnlab package
 name=$1
 checkpoint=$2
 shift 2
@@ -23,16 +24,16 @@ mkdir -p build/eval
 log=build/eval/$name.txt
 for dtype in f16 q8_0; do
   # shellcheck disable=SC2086  # EXPORT_OPTIONS is a list of flags
-  $python models/export_caption.py --checkpoint "$checkpoint" "${members[@]}" ${EXPORT_OPTIONS:-} --dtype $dtype \
+  $python -m attnlab.export caption --checkpoint "$checkpoint" "${members[@]}" ${EXPORT_OPTIONS:-} --dtype $dtype \
     --out "models/weights/$name.$dtype.gguf"
 done
 for dtype in f16 q8_0; do
   file=models/weights/$name.$dtype.gguf
   { echo "== $file, PyTorch decoder on the stored grids"
-    $python models/evaluate_caption.py --gguf "$file" --features "$features" --beam 3 | tail -n 1
+    $python -m attnlab.eval.caption --gguf "$file" --features "$features" --beam 3 | tail -n 1
     echo "== $file, engine"
-    $python models/evaluate_caption.py --engine "$file" --beam 3 | tail -n 1
+    $python -m attnlab.eval.caption --engine "$file" --beam 3 | tail -n 1
     echo "== $file, attention grounding (engine)"
-    $python models/attention_grounding.py --engine "$file" --features "$features" | tail -n 6
+    $python -m attnlab.eval.grounding --engine "$file" --features "$features" | tail -n 6
   } | tee -a "$log"
 done

@@ -16,6 +16,7 @@
 # Checkpoints go to $ATTNLAB_CKPT (default /work/ckpt), outside the repository.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PYTHONPATH="$PWD/python"   # the attnlab package
 ckpt=${ATTNLAB_CKPT:-/work/ckpt}
 mkdir -p "$ckpt"
 python=/usr/bin/python3
@@ -26,20 +27,20 @@ features=$ckpt/features
 # at the same size), a third of the shipped translator's compute each, on the same 3-epoch budget.
 variant="--emb 128 --enc-hidden 128 --dec-hidden 256 --attn-dim 256 --epochs 3"
 jobs=(
-  "features|models/extract_features.py --out $features"
-  "features14|models/extract_features.py --layer 14 --out $features"
-  "captioner-14|models/train_caption.py --features $features --layer 14 --max-hours 12 --epochs 25 --patience 3"
-  "captioner-14i|models/train_caption.py --features $features --layer 14 --init-state image --max-hours 12 --epochs 25 --patience 3"
-  "captioner-14g|models/train_caption.py --features $features --layer 14 --global-feature --max-hours 12 --epochs 25 --patience 3"
-  "transformer-de-en|models/train_transformer.py --pair de-en"
-  "bahdanau-en-de|models/train_rnn.py --pair en-de --epochs 12"
-  "bahdanau-de-en|models/train_rnn.py --pair de-en"
-  "transformer-en-de|models/train_transformer.py --pair en-de"
-  "bahdanau-en-zh|models/train_rnn.py --pair en-zh"
-  "luong-dot-en-de|models/train_rnn.py --pair en-de --score dot $variant"
-  "luong-general-en-de|models/train_rnn.py --pair en-de --score general $variant"
-  "cosine-en-de|models/train_rnn.py --pair en-de --score cosine $variant"
-  "additive-small-en-de|models/train_rnn.py --pair en-de --score additive $variant"
+  "features|-m attnlab.data.features --out $features"
+  "features14|-m attnlab.data.features --layer 14 --out $features"
+  "captioner-14|-m attnlab.train.caption --features $features --layer 14 --max-hours 12 --epochs 25 --patience 3"
+  "captioner-14i|-m attnlab.train.caption --features $features --layer 14 --init-state image --max-hours 12 --epochs 25 --patience 3"
+  "captioner-14g|-m attnlab.train.caption --features $features --layer 14 --global-feature --max-hours 12 --epochs 25 --patience 3"
+  "transformer-de-en|-m attnlab.train.transformer --pair de-en"
+  "bahdanau-en-de|-m attnlab.train.rnn --pair en-de --epochs 12"
+  "bahdanau-de-en|-m attnlab.train.rnn --pair de-en"
+  "transformer-en-de|-m attnlab.train.transformer --pair en-de"
+  "bahdanau-en-zh|-m attnlab.train.rnn --pair en-zh"
+  "luong-dot-en-de|-m attnlab.train.rnn --pair en-de --score dot $variant"
+  "luong-general-en-de|-m attnlab.train.rnn --pair en-de --score general $variant"
+  "cosine-en-de|-m attnlab.train.rnn --pair en-de --score cosine $variant"
+  "additive-small-en-de|-m attnlab.train.rnn --pair en-de --score additive $variant"
 )
 
 wanted=("$@")

@@ -4,6 +4,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export NODE_PATH=/usr/share/nodejs
+export PYTHONPATH="$PWD/python"   # the attnlab package: python3 -m attnlab.<module>
 
 bash scripts/build.sh --asan || { echo "suites: 0 passed, 1 failed (build)"; exit 1; }
 
@@ -20,8 +21,8 @@ run_suite() {
 }
 
 make_golden() {
-  /usr/bin/python3 models/prepare_data.py && /usr/bin/python3 models/golden_tokenizer.py &&
-    /usr/bin/python3 models/golden_mobilenet.py && /usr/bin/python3 models/golden_shipped.py
+  /usr/bin/python3 -m attnlab.data.prepare && /usr/bin/python3 -m attnlab.golden.tokenizer &&
+    /usr/bin/python3 -m attnlab.golden.mobilenet && /usr/bin/python3 -m attnlab.golden.shipped
 }
 run_suite "golden files from ../shared/data" make_golden
 run_suite "python" /usr/bin/python3 -m unittest discover -s tests/python -t . -q
