@@ -8,7 +8,7 @@ Data: ../shared/data/flickr8k (never committed, never shipped). `Flickr8k.token.
 
 Caption text (`clean_caption`): lower-cased, whitespace collapsed, the final " ." the captions end with dropped.
 The model is trained on, and writes, this form; the BLEU references are the same cleaned captions, and BLEU
-tokenizes both sides with models/bleu.py's lower-cased 13a tokenizer (`tokenize_lc_13a`), 5 references per image,
+tokenizes both sides with attnlab.eval.bleu's lower-cased 13a tokenizer (`tokenize_lc_13a`), 5 references per image,
 as the paper's "lower-cased, tokenized" BLEU (attnlab.eval.bleu.bleu_1_to_4).
 
 Tokenizer: SentencePiece BPE trained on the train split's cleaned captions (write_train_captions) with the recipe of
@@ -69,7 +69,7 @@ def all_images(data_dir: str = DATA_DIR) -> List[str]:
 
 
 def references(images: List[str], captions: Dict[str, List[str]], count: int = 5) -> List[List[str]]:
-    """Reference streams for models/bleu.py: refs[k][i] is caption k of images[i] (every image has 5)."""
+    """Reference streams for attnlab.eval.bleu: refs[k][i] is caption k of images[i] (every image has 5)."""
     streams = [[] for _ in range(count)]
     for img in images:
         caps = captions[img]

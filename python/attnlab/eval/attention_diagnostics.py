@@ -3,7 +3,7 @@
 
     python3 -m attnlab.eval.attention_diagnostics --checkpoint /work/ckpt/captioner-v2/best.pt
 
-On the first --images test images (stored grids, models/extract_features.py), greedy decoding in PyTorch:
+On the first --images test images (stored grids, attnlab.data.features), greedy decoding in PyTorch:
   beta      the gate sigmoid(w_beta . h_0 + b) at the first step, averaged over the images (near 0: the context
             is shut out and the caption comes from h_0 alone);
   entropy   each step's attention entropy divided by log(cells), averaged (1.0 = uniform);

@@ -4,7 +4,7 @@
     python3 -m attnlab.eval.engine --model models/weights/bahdanau-en-de.q8_0.gguf [--beam 5]
 
 Runs `build/native/attnlab translate --model F [--beam N]` once in stdin mode over a split and scores the
-output with models/bleu.py exactly as models/evaluate_rnn.py does (same JSON keys):
+output with attnlab.eval.bleu exactly as attnlab.eval.translate does (same JSON keys):
     {"model", "pair", "split", "beam", "alpha", "lines", "bleu_13a", "bleu_lc_tok", "seconds"}
 (for Chinese "bleu_char" and "chrf" in place of the two word BLEUs).
 The pair comes from the GGUF metadata (attnlab.source_language / attnlab.target_language); the default split is

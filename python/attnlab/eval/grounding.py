@@ -10,7 +10,7 @@ A captioner over the 14x14 grid has its attention summed over 2x2 blocks onto th
     python3 -m attnlab.eval.grounding --checkpoint /work/ckpt/captioner-14/best.pt
     python3 -m attnlab.eval.grounding --engine models/weights/captioner-flickr8k.q8_0.gguf
 
---checkpoint / --gguf run the decoder in PyTorch on the stored grids (models/extract_features.py); --engine takes
+--checkpoint / --gguf run the decoder in PyTorch on the stored grids (attnlab.data.features); --engine takes
 the attention from the native CLI (`attnlab caption --json`, what the page shows) on the JPEGs and the dog map
 from PyTorch's MobileNetV2 on the same pixels.
 
@@ -78,7 +78,7 @@ def pytorch_steps(args):
     data = Data.for_model(model, args.features, 30)
     cam_data = data if side == 7 else Data(7, args.features, 30, limit_train=1)
     if cam_data.images[args.split] != data.images[args.split]:
-        raise SystemExit("the 7x7 and 14x14 stores hold different images: finish models/extract_features.py")
+        raise SystemExit("the 7x7 and 14x14 stores hold different images: finish attnlab.data.features")
     images = data.images[args.split][:args.subset or None]
     for i in range(len(images)):
         ids, weights, _, _ = sat.greedy_with_attention(model, data.inputs(args.split, slice(i, i + 1)))

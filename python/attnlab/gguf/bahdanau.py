@@ -4,7 +4,7 @@ and load such a file back into PyTorch.
     python3 -m attnlab.export rnn --checkpoint /work/ckpt/bahdanau-en-de/best.pt \
         --dtype q8_0 --out models/weights/bahdanau-en-de.q8_0.gguf
 
-Tensors keep their PyTorch state_dict names and shapes (see models/seq2seq_rnn.py for the equations).
+Tensors keep their PyTorch state_dict names and shapes (see attnlab.nn.seq2seq_rnn for the equations).
 Matrices are stored as --dtype (f16 or q8_0; q8_0 needs the innermost dimension % 32 == 0, anything
 else falls back to f16); 1-D tensors (biases, the cosine gain) are always f32. The output projection
 is tied to `tgt_embed.weight` and is not stored twice.
@@ -24,7 +24,7 @@ Metadata keys:
     attnlab.bahdanau.tied_output         true (logits = tgt_embed.weight . t + out_bias)
     attnlab.bahdanau.source_add_eos      true (the source ids end with EOS)
     attnlab.training_seconds / attnlab.val_bleu   for the model card
-    tokenizer.source.* / tokenizer.target.*       models/tokenizer_gguf.py
+    tokenizer.source.* / tokenizer.target.*       attnlab.gguf.tokenizer
 """
 import os
 

@@ -5,7 +5,7 @@ such a file's decoder back in PyTorch (load).
     python3 -m attnlab.export caption --checkpoint /work/ckpt/captioner/best.pt \
         --dtype q8_0 --out models/weights/captioner.q8_0.gguf
 
-Decoder tensors keep their PyTorch state_dict names (models/show_attend_tell.py has the equations). Matrices are
+Decoder tensors keep their PyTorch state_dict names (attnlab.nn.show_attend_tell has the equations). Matrices are
 stored as --dtype (q8_0 falls back to f16 when the innermost dimension is not a multiple of 32); 1-D tensors are f32.
 The encoder is stored as --encoder-dtype: by default i8, the TFLite model's own 8-bit weights (exactly the floats
 the training features came from, in half the bytes of f16); "same" follows --dtype.
@@ -17,7 +17,7 @@ stored, e.g. f16) are re-exported with this run's options, as when a file shippe
 --no-repeat-ngram existed and its checkpoint is gone (load_source).
 
 Ensembles (--member CKPT, repeatable): the decoders of several checkpoints over the same grid and tokenizer decode
-as one (models/show_attend_tell.py's Ensemble: the mean of their next-word distributions, the mean of their
+as one (attnlab.nn.show_attend_tell's Ensemble: the mean of their next-word distributions, the mean of their
 attention). Member 0 is --checkpoint, written exactly as a single model; member k >= 1 has its tensors under
 "member<k>." and its own keys under attnlab.captioner.member<k>. (embedding_size, hidden_size, attention_size,
 annotations, global_feature); the other keys are shared, and attnlab.captioner.ensemble_size holds the count.
@@ -39,13 +39,13 @@ Metadata keys:
                                            relu(global_proj . g) [emb] to the LSTM at every step
     attnlab.captioner.max_length           default caption length limit, in tokens
     attnlab.captioner.no_repeat_ngram      (absent: 0, off) the search never emits a token that would repeat an
-                                           n-gram of this size in the caption (models/decoding.py)
+                                           n-gram of this size in the caption (attnlab.nn.decoding)
     attnlab.captioner.ensemble_size        number of decoders (absent: 1); see "Ensembles" above
     attnlab.captioner.encoder              "mobilenet_v2": tensors "encoder.layers.*", keys attnlab.mobilenet.*
-                                           (models/export_mobilenet.py; its feature_layer gives the grid)
+                                           (attnlab.gguf.mobilenet; its feature_layer gives the grid)
     attnlab.captioner.feature_layer        which encoder layer the grid comes from (e.g. "last")
     attnlab.training_seconds / attnlab.dev_bleu4   for the model card
-    tokenizer.target.*                     models/tokenizer_gguf.py (flickr8k.en)
+    tokenizer.target.*                     attnlab.gguf.tokenizer (flickr8k.en)
 """
 import os
 
@@ -72,7 +72,7 @@ def member_prefixes(member):
 
 
 def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16", global_is_grid_mean=False, member=0):
-    """One decoder's keys and tensors (shared by the export and models/golden_caption.py's fixtures). Member 0 also
+    """One decoder's keys and tensors (shared by the export and attnlab.golden.caption's fixtures). Member 0 also
     writes the keys every member shares; a later member only its own sizes and variants, under member_prefixes.
     global_is_grid_mean: the decoder's global feature is the mean of its own grid (a 7x7 model reading the last
     layer), which the engine computes; any other global feature needs a second encoder output it does not have."""
@@ -101,7 +101,7 @@ def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16", global_is_g
         w.add_uint32(shared + "max_length", max_len)
     state = model.state_dict()
     if not cfg.init_from_image:
-        # h_0, c_0 are learned constants: W_h0, W_c0 are frozen zeros (models/show_attend_tell.py), and leaving them
+        # h_0, c_0 are learned constants: W_h0, W_c0 are frozen zeros (attnlab.nn.show_attend_tell), and leaving them
         # out keeps a two-member f16 file under 25 MB. The engine then takes h_0 = tanh(b_h0), c_0 = tanh(b_c0).
         for name in ("init_h.weight", "init_c.weight"):
             if torch.count_nonzero(state[name]):
@@ -111,7 +111,7 @@ def add_decoder(w, model, cfg, grid_h, grid_w, max_len, dtype="f16", global_is_g
 
 
 def load_source(path, root=ROOT):
-    """A train_caption.py checkpoint, or the same fields rebuilt from an exported single-decoder GGUF file."""
+    """An attnlab.train.caption checkpoint, or the same fields rebuilt from an exported single-decoder GGUF file."""
     if not is_gguf(path):
         return torch.load(path, map_location="cpu")
     model, meta = load(path)
@@ -135,7 +135,7 @@ def load_source(path, root=ROOT):
 
 
 def write(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype="i8", no_repeat_ngram=0):
-    """checkpoints: one path, or several whose decoders form an ensemble (models/show_attend_tell.py's Ensemble).
+    """checkpoints: one path, or several whose decoders form an ensemble (attnlab.nn.show_attend_tell's Ensemble).
     encoder_dtype: "i8" (the TFLite integers), or f16 / q8_0 / f32 ("same": dtype)."""
     check_export_dtype(dtype)
     encoder_dtype = dtype if encoder_dtype == "same" else encoder_dtype

@@ -4,7 +4,7 @@ engine, and load such a file back into PyTorch.
     python3 -m attnlab.export transformer --checkpoint /work/ckpt/transformer-en-de/best.pt \
         --dtype q8_0 --out models/weights/transformer-en-de.q8_0.gguf
 
-Tensors keep their PyTorch state_dict names and shapes (models/transformer.py has the equations):
+Tensors keep their PyTorch state_dict names and shapes (attnlab.nn.transformer has the equations):
     src_embed.weight [V_src, d], tgt_embed.weight [V_tgt, d] (also the output projection, stored once)
     encoder.layers.<l>.{norm1,norm2}.{weight,bias}, .self_attn.{in_proj_weight [3d, d], in_proj_bias,
         out_proj.weight, out_proj.bias}, .ffn.ff1.{weight [ff, d], bias}, .ffn.ff2.{weight [d, ff], bias}

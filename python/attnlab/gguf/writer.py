@@ -37,7 +37,7 @@ INTEGER_RANGES = {
 }
 
 # ggml_type ids attnlab reads (i8: plain 8-bit integers; the MobileNetV2 encoder keeps its TFLite quantized weights
-# in them, with a per-tensor scale and zero point in its metadata: models/export_mobilenet.py)
+# in them, with a per-tensor scale and zero point in its metadata: attnlab.gguf.mobilenet)
 TENSOR_TYPES = {"f32": 0, "f16": 1, "q8_0": 8, "i8": 24}
 TENSOR_TYPE_NAMES = {v: k for k, v in TENSOR_TYPES.items()}
 

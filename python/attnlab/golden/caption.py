@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Golden fixture for the C++ caption decoder (src/attnlab/models/captioner.hpp): a tiny f32 ShowAttendTell
-(models/show_attend_tell.py), briefly trained on random "grids" to emit random captions so that greedy and beam
+(attnlab.nn.show_attend_tell), briefly trained on random "grids" to emit random captions so that greedy and beam
 search produce non-trivial sequences, written with the real export's tensor names and `attnlab.captioner.*` keys
-(models/export_caption.py) but without the encoder: the test feeds the grids directly (caption_from_features).
+(attnlab.gguf.captioner) but without the encoder: the test feeds the grids directly (caption_from_features).
 
     python3 -m attnlab.golden.caption [--out tests/fixtures/caption/decoder.gguf]
 

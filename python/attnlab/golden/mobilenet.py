@@ -5,7 +5,7 @@
 
 Writes to $ATTNLAB_GOLDEN_DIR/mobilenet (default build/golden/mobilenet; derived from ../shared/data, so never
 committed):
-    mobilenet_v2.{f16,q8_0,i8}.gguf   the encoder + classifier (models/export_mobilenet.py; i8: the TFLite
+    mobilenet_v2.{f16,q8_0,i8}.gguf   the encoder + classifier (attnlab.gguf.mobilenet; i8: the TFLite
                                       integers, so its convolutions are exactly the model features were trained on)
     golden.gguf   per image k (metadata golden.names[k]):
         image.k      [H, W, 4]       the RGBA pixels as f32 values 0..255 (what the engine receives)

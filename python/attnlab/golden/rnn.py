@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Golden fixtures for the C++ RNN translation model: tiny Seq2SeqRNN models (one per score function) with
 tiny tokenizers, briefly trained so their outputs are varied and end with EOS, exported through
-models/export_rnn.py, plus PyTorch's outputs for fixed sentences.
+attnlab.gguf.bahdanau, plus PyTorch's outputs for fixed sentences.
 
     python3 -m attnlab.data.prepare      # first: build/data/multi30k/train.{en,de}
     python3 -m attnlab.golden.rnn [--out tests/fixtures/rnn] [--steps 400]

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""MobileNetV2 1.0/224 in float PyTorch, converted from the uint8 TFLite file (models/tflite_mobilenet.py).
+"""MobileNetV2 1.0/224 in float PyTorch, converted from the uint8 TFLite file (attnlab.nn.tflite_mobilenet).
 
 The network is a flat list of 52 convolution layers (the C++ engine walks the same list, read from GGUF
 metadata `attnlab.mobilenet.*`):

@@ -34,7 +34,7 @@ Score functions (tensors under `attn.`; K = keys precomputed once per sentence):
     dot:      e_ij = s . h_j                            (needs dec_hidden == 2*enc_hidden; no tensors)
     general:  e_ij = s . (W_k.h_j)                      attn.W_k.weight [H, 2E]
     cosine:   e_ij = g * s.h_j / (max(|s|,1e-8) max(|h_j|,1e-8))   attn.gain [1] (learned, init 10)
-The score modules are models/attention.py's (shared with the C++ `attnlab::nn` attention layer).
+The score modules are attnlab.nn.attention's (shared with the C++ `attnlab::nn` attention layer).
 Dropout (training only) is applied to both embeddings, the memory h_j and t_i; it is the identity
 at inference and never changes the equations above.
 """
@@ -179,7 +179,7 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-# ---- search (the shared bookkeeping is models/decoding.py's; the C++ engine mirrors it) ------------------
+# ---- search (the shared bookkeeping is attnlab.nn.decoding's; the C++ engine mirrors it) ------------------
 @torch.no_grad()
 def greedy_decode(model: Seq2SeqRNN, src, src_len, max_len_a=1.5, max_len_b=10,
                   no_repeat_ngram=0) -> List[List[int]]:

@@ -1,6 +1,6 @@
 """Show, Attend and Tell (Xu et al. 2015), soft attention: the caption decoder the C++ engine mirrors.
 
-The encoder (MobileNetV2, models/mobilenet_v2.py) turns a 224x224 image into a grid of G = 7x7 annotation
+The encoder (MobileNetV2, attnlab.nn.mobilenet_v2) turns a 224x224 image into a grid of G = 7x7 annotation
 vectors a_1..a_G [C = 1280]; this module is the decoder over that grid. Notation: E the embedding table [V, emb],
 sigma = logistic, "." = matrix-vector product, [a; b] = concatenation, y_0 = BOS.
 
@@ -28,7 +28,7 @@ on the dog region, uniform 0.25), because a_i - abar is signed and the backgroun
 object's evidence negated. Kept for the record and the engine; not used by the shipped models.
 
 Step t = 1..T (attend with the PREVIOUS state, as the paper):
-    e_ti = v . tanh(W_q.h_{t-1} + W_k.a_i + b_k)             additive attention, models/attention.py's
+    e_ti = v . tanh(W_q.h_{t-1} + W_k.a_i + b_k)             additive attention, attnlab.nn.attention's
                                                              Attention("additive") under `attn.`
     alpha_t = softmax_i(e_t)                                 [G]
     beta_t  = sigma(w_beta . h_{t-1} + b_beta)               gating scalar (`f_beta.weight` [1, H], `f_beta.bias` [1])
@@ -49,7 +49,7 @@ with the global feature g as well, it sharpened just as much but settled AWAY fr
 at the rest of the scene. Dropout (training only) on the deep-output sum before L_o and on the embeddings; the
 identity at inference.
 
-Search: `greedy_decode` / `beam_search` reuse models/seq2seq_rnn.py's implementations unchanged (top-2K candidates,
+Search: `greedy_decode` / `beam_search` reuse attnlab.nn.seq2seq_rnn's implementations unchanged (top-2K candidates,
 ranked by sum log p / len^alpha with EOS counted, finished at EOS or the length limit): `encode` returns its
 `Encoded` with the whole grid unmasked, and the state s = [h ; c] [B, 2H] is one tensor so the beam can reorder it.
 The length limit is fixed (max_len tokens), expressed as src_len = 0, max_len_a = 0, max_len_b = max_len.
@@ -212,7 +212,7 @@ def batch_size(features) -> int:
 
 
 def load_checkpoint(path) -> ShowAttendTell:
-    """A models/train_caption.py checkpoint (last.pt / best.pt) -> its decoder, in eval mode."""
+    """An attnlab.train.caption checkpoint (last.pt / best.pt) -> its decoder, in eval mode."""
     ck = torch.load(path, map_location="cpu")
     model = ShowAttendTell(Config(**ck["config"]))
     model.load_state_dict(ck["model"])
@@ -236,7 +236,7 @@ class Ensemble(nn.Module):
     mean of the members' (returned as its log, which log_softmax leaves unchanged, so the searches take it as
     logits), and the attention shown is the mean of the members' weights (scores likewise). Every member keeps its
     own state; the ensemble's state is the members' states concatenated. The engine's CaptionDecoder does the same
-    for a file with attnlab.captioner.ensemble_size > 1 (models/export_caption.py)."""
+    for a file with attnlab.captioner.ensemble_size > 1 (attnlab.gguf.captioner)."""
 
     def __init__(self, members: List[ShowAttendTell]):
         super().__init__()
@@ -272,7 +272,7 @@ def load_checkpoints(paths: List[str]):
 
 
 def grid_side(model: ShowAttendTell) -> int:
-    """7 or 14: which stored grid (models/extract_features.py --layer) the decoder reads."""
+    """7 or 14: which stored grid (attnlab.data.features --layer) the decoder reads."""
     return 7 if model.cfg.grid == 49 else 14
 
 

@@ -257,7 +257,7 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-# ---- search (models/decoding.py's bookkeeping, the same as seq2seq_rnn.py's and src/attnlab/decode/search.cpp's) ---
+# ---- search (attnlab.nn.decoding's bookkeeping, the same as seq2seq_rnn.py's and src/attnlab/decode/search.cpp's) ---
 @torch.no_grad()
 def greedy_decode(model: Transformer, src, src_len, max_len_a=1.5, max_len_b=10, return_attention=False):
     """src [B,S] (PAD-padded, ids end with EOS), src_len [B] -> B token lists (no BOS/EOS).
@@ -292,7 +292,7 @@ def greedy_decode(model: Transformer, src, src_len, max_len_a=1.5, max_len_b=10,
 @torch.no_grad()
 def beam_search(model: Transformer, src, src_len, beam=5, alpha=1.0, max_len_a=1.5, max_len_b=10):
     """Batched beam search, hypotheses ranked by sum(log p) / len^alpha (len counts EOS); the same
-    algorithm as models/seq2seq_rnn.py's beam_search (top 2K candidates; a sentence stops once it has
+    algorithm as attnlab.nn.seq2seq_rnn's beam_search (top 2K candidates; a sentence stops once it has
     `beam` finished hypotheses or reaches max_len_a*|src|+max_len_b tokens)."""
     model.eval()
     B, K = src.size(0), beam
