@@ -9,8 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "attnlab/kernels/gemm.hpp"
 #include "attnlab/kernels/kernels.hpp"
-#include "attnlab/kernels/variants.hpp"
+#include "variants/variants.hpp"
 
 namespace k = attnlab::kernels;
 namespace ref = attnlab::kernels::reference;
@@ -82,16 +83,16 @@ int main(int argc, char** argv) {
     run("gemm_nn_256_f32", gemm_flops, [&] { k::gemm_nn(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
         [&] { ref::gemm_nn(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
     run("gemm_nn_256_f32_tiles", gemm_flops,
-        [&] { k::variants::gemm_nn_tiles(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
+        [&] { k::gemm_nn_tiles(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
         [&] { ref::gemm_nn(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
     run("gemm_nt_256_f32", gemm_flops, [&] { k::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
         [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
     // The gemm_nt implementations gemm_nt chooses between (the scalar column repeats the reference).
     run("gemm_nt_256_f32_dot_xsimd", gemm_flops,
-        [&] { k::variants::gemm_nt_xsimd(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
+        [&] { k::gemm_nt_dot_tiles(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
         [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
     run("gemm_nt_256_f32_packed", gemm_flops,
-        [&] { k::variants::gemm_nt_packed(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
+        [&] { k::gemm_nt_packed(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
         [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
 #if defined(__wasm_simd128__)
     run("gemm_nt_256_f32_dot_wasm128", gemm_flops,

@@ -33,6 +33,7 @@
 #include "attnlab/nn/linear.hpp"
 #include "attnlab/nn/multihead.hpp"
 #include "attnlab/nn/rnn.hpp"
+#include "variants/variants.hpp"
 
 using namespace attnlab;
 using Clock = std::chrono::steady_clock;

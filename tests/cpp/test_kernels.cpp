@@ -12,9 +12,10 @@
 #include <vector>
 
 #include "attnlab/error.hpp"
+#include "attnlab/kernels/gemm.hpp"
 #include "attnlab/kernels/kernels.hpp"
-#include "attnlab/kernels/variants.hpp"
 #include "test_support.hpp"
+#include "variants/variants.hpp"
 
 namespace k = attnlab::kernels;
 namespace ref = attnlab::kernels::reference;
@@ -168,14 +169,14 @@ TEST_CASE("reference argmax, top_k and embedding by hand") {
 
 TEST_CASE("gemm_nn matches the reference on all shapes") {
     SUBCASE("dispatching gemm_nn") { check_gemm_all_shapes(k::gemm_nn, ref::gemm_nn, false); }
-    SUBCASE("unpacked tiles") { check_gemm_all_shapes(k::variants::gemm_nn_tiles, ref::gemm_nn, false); }
-    SUBCASE("packed A and B") { check_gemm_all_shapes(k::variants::gemm_nn_packed, ref::gemm_nn, false); }
+    SUBCASE("unpacked tiles") { check_gemm_all_shapes(k::gemm_nn_tiles, ref::gemm_nn, false); }
+    SUBCASE("packed A and B") { check_gemm_all_shapes(k::gemm_nn_packed, ref::gemm_nn, false); }
 }
 
 TEST_CASE("gemm_nt matches the reference on all shapes") {
     SUBCASE("dispatching gemm_nt") { check_gemm_all_shapes(k::gemm_nt, ref::gemm_nt, true); }
-    SUBCASE("dot-form xsimd tiles") { check_gemm_all_shapes(k::variants::gemm_nt_xsimd, ref::gemm_nt, true); }
-    SUBCASE("packed A and Bᵀ") { check_gemm_all_shapes(k::variants::gemm_nt_packed, ref::gemm_nt, true); }
+    SUBCASE("dot-form xsimd tiles") { check_gemm_all_shapes(k::gemm_nt_dot_tiles, ref::gemm_nt, true); }
+    SUBCASE("packed A and Bᵀ") { check_gemm_all_shapes(k::gemm_nt_packed, ref::gemm_nt, true); }
 #if defined(__wasm_simd128__)
     SUBCASE("hand-written SIMD128 tiles") { check_gemm_all_shapes(k::variants::gemm_nt_wasm128, ref::gemm_nt, true); }
 #endif
@@ -187,8 +188,8 @@ TEST_CASE("gemm kernels on a larger problem and with zero sizes") {
     // Past every cache block of the packed GEMM (K > 256, M > 96 rows, N > 512 columns), with edges in all
     // three: several K blocks must accumulate into C, with or without the caller's accumulate.
     for (bool accumulate : {false, true}) {
-        check_gemm_against_reference(k::variants::gemm_nn_packed, ref::gemm_nn, false, 101, 530, 300, accumulate, 97);
-        check_gemm_against_reference(k::variants::gemm_nt_packed, ref::gemm_nt, true, 101, 530, 300, accumulate, 96);
+        check_gemm_against_reference(k::gemm_nn_packed, ref::gemm_nn, false, 101, 530, 300, accumulate, 97);
+        check_gemm_against_reference(k::gemm_nt_packed, ref::gemm_nt, true, 101, 530, 300, accumulate, 96);
     }
     float C[4] = {1, 2, 3, 4};
     const float A[1] = {0}, B[1] = {0};

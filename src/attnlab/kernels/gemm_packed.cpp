@@ -14,22 +14,19 @@
 #include <vector>
 
 #include "attnlab/kernels/detail.hpp"
+#include "attnlab/kernels/gemm.hpp"
 #include "attnlab/kernels/simd.hpp"
-#include "attnlab/kernels/variants.hpp"
 
-namespace attnlab::kernels::variants {
+namespace attnlab::kernels {
 
 using simd::kWidth;
 using simd::Vec;
 
 namespace {
 
-// kMr rows × kNv vectors of C in registers. Measured (GFLOP/s, 256³, best of many short trials):
-//   wasm simd128 under Node 20 (V8 maps v128 onto xmm0-15, one kept as scratch):
-//     4×2 33   2×4 33   5×2 30   3×4 28   6×2 27   4×3 28   4×2 with k unrolled ×2 28, ×4 25
-//   native AVX-512 (g++ -march=native): 6×2 147   8×2 151   6×3 110   4×2 127
-// 6×2 (12 accumulators) is BLIS's AVX2 shape too; with 4-lane vectors 12 accumulators + 2 B vectors +
-// 1 broadcast is one register more than V8 can give, so wasm/SSE2 take 4×2.
+// kMr rows × kNv vectors of C in registers: 6×2 (12 accumulators, BLIS's AVX2 shape) with 8- or 16-lane vectors;
+// with 4 lanes, 12 accumulators + 2 B vectors + 1 broadcast is one register more than V8 gives, so wasm/SSE2 take
+// 4×2. The shapes measured: docs/performance.md ("Kernel notes").
 #ifndef ATTNLAB_GEMM_MR
 #define ATTNLAB_GEMM_MR (kWidth == 4 ? 4 : 6)
 #define ATTNLAB_GEMM_NV 2
@@ -187,4 +184,4 @@ void gemm_nt_packed(int M, int N, int K, const float* A, int lda, const float* B
     gemm_packed(true, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
-}  // namespace attnlab::kernels::variants
+}  // namespace attnlab::kernels

@@ -73,11 +73,6 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
 
 ATTNLAB_KERNEL_DECLARATIONS
 
-// The wrapping sum of `bytes` bytes read as little-endian 32-bit words (a short tail is zero-padded). It reads
-// every byte once at full vector width and does almost nothing else: benchmarks time it over a model's weights as
-// the memory-traffic floor of a step that reads them.
-uint32_t read_checksum(const void* data, std::size_t bytes);
-
 namespace reference {
 ATTNLAB_KERNEL_DECLARATIONS
 }

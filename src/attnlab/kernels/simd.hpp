@@ -1,6 +1,6 @@
 #pragma once
 // The one vector abstraction of the kernels (ggml-style): a float vector of the compiled arch and the
-// handful of operations the kernels need. Everything SIMD in kernels.cpp goes through here.
+// handful of operations the kernels need. Everything SIMD in the kernels goes through here.
 //
 //   native (-march=native): xsimd's best arch, AVX-512 (16 floats) or AVX2+FMA (8 floats)
 //   wasm (-msimd128 -msse2): xsimd's SSE2 backend (4 floats), which emcc lowers to SIMD128;

@@ -1,0 +1,37 @@
+#pragma once
+// Activations quantized to Q8_0 for the int8 products (q8_kernels.cpp, and the benchmark's row-by-row variants).
+#include <cstdint>
+#include <vector>
+
+#include "attnlab/kernels/detail.hpp"
+#include "attnlab/kernels/kernels.hpp"
+
+namespace attnlab::kernels::detail {
+
+// x[n] quantized to Q8_0 and widened: int16 values (what the SIMD multiply-add reads) and one float
+// scale per block. Buffers reused between calls (single-threaded engine; thread_local to stay safe).
+struct QuantizedActivations {
+    std::vector<BlockQ8_0> blocks;
+    std::vector<int16_t> values;  // [n]
+    std::vector<float> scales;    // [n / 32]
+
+    void quantize(const float* x, int n) {
+        const int count = n / kQ8BlockSize;
+        blocks.resize(count);
+        values.resize(n);
+        scales.resize(count);
+        quantize_q8_0(x, n, blocks.data());
+        for (int b = 0; b < count; ++b) {
+            scales[b] = detail::half_to_float(blocks[b].scale);
+            int16_t* out = values.data() + (size_t)b * kQ8BlockSize;
+            for (int j = 0; j < kQ8BlockSize; ++j) out[j] = blocks[b].q[j];
+        }
+    }
+};
+
+inline QuantizedActivations& activations_scratch() {
+    thread_local QuantizedActivations scratch;
+    return scratch;
+}
+
+}  // namespace attnlab::kernels::detail
