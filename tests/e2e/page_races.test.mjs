@@ -29,58 +29,72 @@ after(async () => {
   await site?.close();
 });
 
-// Holds a weights request until release(name) is called.
+// Holds a weights request until release(name) is called; settled(name) resolves once a released request has been
+// passed on (or found aborted by the page).
 async function gate(page) {
   const held = new Map();
   const seen = [];
   await page.route('**/models/weights/*.gguf', async (route) => {
     const name = route.request().url().split('/').pop().replace('.gguf', '');
     seen.push(name);
-    if (!held.has(name)) return route.continue();
-    await held.get(name).promise;
+    const entry = held.get(name);
+    if (!entry) return route.continue();
+    await entry.promise;
     await route.continue().catch(() => {});
+    entry.markSettled();
   });
-  const hold = (name) => { let release; const promise = new Promise((r) => { release = r; }); held.set(name, { promise, release }); };
-  const release = (name) => { held.get(name)?.release(); held.delete(name); };
+  const hold = (name) => {
+    let release, markSettled;
+    const promise = new Promise((r) => { release = r; });
+    const settled = new Promise((r) => { markSettled = r; });
+    held.set(name, { promise, release, settled, markSettled });
+  };
+  const release = (name) => {
+    const entry = held.get(name);
+    held.delete(name);
+    entry?.release();
+    return entry?.settled;
+  };
   return { hold, release, seen };
 }
+
+const translateOutputShown = () => document.getElementById('translate-output').textContent.length > 0;
 
 test('translate: cancel + retry; run button stays disabled while a newly picked model loads', async () => {
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  const failed = [];
-  page.on('requestfailed', (r) => failed.push(r.url()));
   const g = await gate(page);
   g.hold('rnn-a');
   await page.goto(`${origin}/`);
   await page.waitForFunction(() => /Loading rnn-a/.test(document.getElementById('model-status-text').textContent));
+  assert.equal(await page.locator('#translate-run').isDisabled(), true, 'Run enabled while rnn-a is still loading');
   // Switch to B while A is held: A's only listener leaves, so A's download is aborted.
   await page.selectOption('#model-select', 'rnn-b');
   await page.locator('#translate-run:not([disabled])').waitFor({ timeout: 30000 });
   assert.match(await page.locator('#model-status-text').textContent(), /rnn-b ready/);
-  g.release('rnn-a');
-  await page.waitForTimeout(300);
-  // Back to A: a retry must work (the aborted load left the cache).
+  await g.release('rnn-a');
+  // Back to A, newly picked and held again: Run stays disabled until it is ready, and the retry works (the
+  // aborted load left nothing behind that would stop a new download).
+  g.hold('rnn-a');
   await page.selectOption('#model-select', 'rnn-a');
+  await page.waitForFunction(() => /Loading rnn-a/.test(document.getElementById('model-status-text').textContent));
+  assert.equal(await page.locator('#translate-run').isDisabled(), true, 'Run enabled while the newly picked rnn-a loads');
+  await g.release('rnn-a');
   await page.locator('#translate-run:not([disabled])').waitFor({ timeout: 30000 });
   assert.match(await page.locator('#model-status-text').textContent(), /rnn-a ready/);
   assert.equal(g.seen.filter((n) => n === 'rnn-a').length, 2, g.seen.join());
-  // Run then switch to a held model at once: the button must stay disabled until that one is ready.
-  await context.clearCookies();
-  await page.evaluate(() => caches.delete('attnlab-v1'));
-  g.hold('rnn-b');
-  // rnn-b is cached in the page's Map already, so instead test the SA tab below for the held case.
-  g.release('rnn-b');
+  // The retried model translates: its output appears and the error panel stays hidden.
   await page.fill('#translate-input', 'hello world');
   await page.click('#translate-run');
-  await page.waitForFunction(() => document.getElementById('translate-output').textContent.length > 0 || !document.getElementById('translate-error').hidden);
+  await page.waitForFunction(translateOutputShown);
+  assert.equal(await page.locator('#translate-error').isHidden(), true, await page.locator('#translate-error').textContent());
   assert.equal(await page.locator('#translate-run').isDisabled(), false);
   assert.deepEqual(errors, []);
   await page.close();
 });
 
-test('self-attention: picker change during a run keeps Run disabled until the new model is ready; shared download survives another tab cancelling', async () => {
+test('self-attention: picker change during a run keeps Run disabled until the new model is ready', async () => {
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
@@ -98,13 +112,13 @@ test('self-attention: picker change during a run keeps Run disabled until the ne
     select.value = 'tf-2';
     select.dispatchEvent(new Event('change'));
   });
-  await page.waitForFunction(() => document.getElementById('sa-output').textContent.length > 0 || !document.getElementById('sa-error').hidden);
+  // The run started on tf-1 finishes with its translation (not an error) while tf-2 is still held.
+  await page.waitForFunction(() => document.getElementById('sa-output').textContent.length > 0);
+  assert.equal(await page.locator('#sa-error').isHidden(), true, await page.locator('#sa-error').textContent());
   await page.waitForFunction(() => document.getElementById('sa-run').getAttribute('aria-busy') === null);
   assert.equal(await page.locator('#sa-run').isDisabled(), true, 'Run re-enabled while tf-2 is still loading');
-  // Now a second listener joins tf-2 (the model cache is page-wide): simulate with the Self-attention picker going
-  // away and back (cancel = stop listening). While tf-2 is held, switch to tf-1 and back: tf-2 gets re-requested
-  // only if it was aborted; here no one else waits, so it is aborted and re-requested.
-  g.release('tf-2');
+  assert.match(await page.locator('#sa-status-text').textContent(), /Loading tf-2/);
+  await g.release('tf-2');
   await page.locator('#sa-run:not([disabled])').waitFor({ timeout: 30000 });
   assert.match(await page.locator('#sa-status-text').textContent(), /tf-2 ready/);
   assert.deepEqual(errors, []);
@@ -134,14 +148,15 @@ test('shared download: Translate cancelling does not abort what the Score functi
   await page.selectOption('#model-select', 'rnn-b');   // Translate stops listening to rnn-a
   await page.locator('#translate-run:not([disabled])').waitFor({ timeout: 30000 });
   await page.selectOption('#model-select', 'rnn-a');   // joins the same, still running download
-  await page.waitForTimeout(200);
-  assert.match(await page.locator('#model-status-text').textContent(), /rnn-a/);
-  g.release('rnn-a');
+  await page.waitForFunction(() => /Loading rnn-a/.test(document.getElementById('model-status-text').textContent));
+  assert.equal(await page.locator('#translate-run').isDisabled(), true, 'Run enabled while rnn-a is still held');
+  await g.release('rnn-a');
   await page.locator('#translate-run:not([disabled])').waitFor({ timeout: 30000 });
   assert.match(await page.locator('#model-status-text').textContent(), /rnn-a ready/);
+  // The bahdanau card shows a translation, not an error.
   await page.waitForFunction(() => {
-    const out = document.querySelectorAll('#compare-grid .compare-card .output')[2];  // the bahdanau card
-    return out && out.textContent && out.textContent !== 'translating…';
+    const out = document.querySelectorAll('#compare-grid .compare-card .output')[2];
+    return out && out.textContent && out.textContent !== 'translating…' && !out.classList.contains('error');
   });
   assert.equal(await page.locator('#compare-grid .output.error').count(), 0);
   assert.equal(g.seen.filter((n) => n === 'rnn-a').length, 1, g.seen.join());
@@ -174,7 +189,9 @@ test('camera: leaving the tab while getUserMedia is pending leaves no live track
   await page.waitForFunction(() => typeof window.__grant === 'function');
   await page.getByRole('tab', { name: 'Translate' }).click();
   await page.evaluate(() => window.__grant());
-  await page.waitForTimeout(200);
+  // The late stream's track is stopped by the tab it no longer belongs to.
+  await page.waitForFunction(() => window.__tracks.length > 0 && window.__tracks.every((t) => t.readyState === 'ended'),
+                             null, { timeout: 10000 }).catch(() => {});
   const states = await page.evaluate(() => window.__tracks.map((t) => t.readyState));
   assert.deepEqual(states, ['ended']);
   assert.equal(await page.evaluate(() => document.getElementById('cap-video').srcObject), null);
@@ -212,9 +229,10 @@ test('score-function comparison entries fill the Score functions tab, not the pi
   assert.match(await cards.nth(4).locator('h3').textContent(), /^scaled dot/);
   await page.fill('#compare-input', 'hello world');
   await page.click('#compare-run');
+  // The dot card shows a translation, not an error.
   await page.waitForFunction(() => {
     const out = document.querySelectorAll('#compare-grid .compare-card .output')[0];
-    return out && out.textContent && out.textContent !== 'translating…';
+    return out && out.textContent && out.textContent !== 'translating…' && !out.classList.contains('error');
   });
   assert.equal(await page.locator('#compare-grid .output.error').count(), 0);
   await page.close();
