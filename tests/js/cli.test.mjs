@@ -163,9 +163,11 @@ test('errors: exit 1, a message on stderr, nothing on stdout, never a signal', (
 
     assertFailure(run(['translate', '--model', missing, 'A dog.']), /missing\.gguf/);
     assertFailure(run(['info', '--model', missing]), /missing\.gguf/);
-    assertFailure(run(['translate', '--model', corrupt, 'A dog.']), /\S/);
-    assertFailure(run(['info', '--model', corrupt]), /\S/);
-    assertFailure(run(['translate', '--model', truncated, 'A dog.']), /\S/);
+    // "GGUF" then 0xAB bytes: the version field reads 0xABABABAB.
+    assertFailure(run(['translate', '--model', corrupt, 'A dog.']), /corrupt\.gguf: unsupported GGUF version 2880154539/);
+    assertFailure(run(['info', '--model', corrupt]), /corrupt\.gguf: unsupported GGUF version 2880154539/);
+    assertFailure(run(['translate', '--model', truncated, 'A dog.']),
+      new RegExp(`truncated\\.gguf: GGUF file truncated: tensor '[^']+' needs bytes \\d+\\.\\.\\d+ but the file has ${bytes.length >> 1}`));
     assertFailure(run(['translate', '--model', model, '--frobnicate', 'A dog.']), /unknown option --frobnicate/);
     assertFailure(run(['translate', 'A dog.']), /--model/);
     assertFailure(run(['info']), /--model/);

@@ -23,7 +23,9 @@ function run(args, input = '') {
 }
 
 // Exit status exactly 1, no signal, and an "attnlab: <message>" line on stderr.
-function assertCleanFailure(args, input = '', pattern = /\S/) {
+// `pattern`: what the message must say for this case, so that a generic or wrong message fails the test.
+function assertCleanFailure(args, input, pattern) {
+  assert.ok(pattern instanceof RegExp, 'each case names the message it expects');
   const result = run(args, input);
   const label = `attnlab ${args.join(' ').slice(0, 120)}`;
   assert.equal(result.signal, null, `${label} died of ${result.signal}:\n${result.stderr}`);
@@ -51,27 +53,37 @@ const header = (version, tensors, keys) => {
   b.writeBigUInt64LE(keys, 16);
   return b;
 };
+// Each bad file with the message that names its own defect (and the file), not just any message.
 const badModels = {
-  empty: file('empty.gguf', Buffer.alloc(0)),
-  'three bytes': file('short.gguf', Buffer.from('GGU')),
-  directory: (() => { const d = join(scratch, 'model.gguf.d'); mkdirSync(d); return d; })(),
-  'a text file': file('notes.gguf', 'this is not a model\n'.repeat(20)),
-  'a PNG header': file('image.gguf', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...Array(64).fill(0)])),
-  'wrong magic': file('magic.gguf', Buffer.concat([Buffer.from('GGML'), good.subarray(4)])),
-  'version 99': file('version.gguf', Buffer.concat([header(99, 0n, 0n), good.subarray(24)])),
-  'huge counts': file('counts.gguf', header(3, 1n << 62n, 1n << 62n)),
-  'truncated in the header': file('header.gguf', good.subarray(0, 20)),
-  'truncated in the metadata': file('metadata.gguf', good.subarray(0, 1000)),
-  'missing its last byte': file('last.gguf', good.subarray(0, good.length - 1)),
-  'random bytes after the magic': file('random.gguf', Buffer.concat([Buffer.from('GGUF'),
+  empty: [file('empty.gguf', Buffer.alloc(0)), /empty\.gguf: not a GGUF file \(magic is '', file has only 0 bytes\)/],
+  'three bytes': [file('short.gguf', Buffer.from('GGU')), /short\.gguf: not a GGUF file \(magic is 'GGU', file has only 3 bytes\)/],
+  directory: [(() => { const d = join(scratch, 'model.gguf.d'); mkdirSync(d); return d; })(),
+    /cannot read GGUF file '.*model\.gguf\.d'/],
+  'a text file': [file('notes.gguf', 'this is not a model\n'.repeat(20)), /notes\.gguf: not a GGUF file \(magic is 'this'\)/],
+  'a PNG header': [file('image.gguf', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...Array(64).fill(0)])),
+    /image\.gguf: not a GGUF file \(magic is '\\x89PNG'\)/],
+  'wrong magic': [file('magic.gguf', Buffer.concat([Buffer.from('GGML'), good.subarray(4)])),
+    /magic\.gguf: not a GGUF file \(magic is 'GGML'\)/],
+  'version 99': [file('version.gguf', Buffer.concat([header(99, 0n, 0n), good.subarray(24)])),
+    /version\.gguf: unsupported GGUF version 99 \(attnlab reads versions 2 and 3\)/],
+  'huge counts': [file('counts.gguf', header(3, 1n << 62n, 1n << 62n)),
+    /counts\.gguf: GGUF metadata count 4611686018427387904 cannot fit in the file's remaining 0 bytes/],
+  'truncated in the header': [file('header.gguf', good.subarray(0, 20)),
+    /header\.gguf: GGUF file truncated: metadata count needs bytes 16\.\.24 but the file has 20/],
+  'truncated in the metadata': [file('metadata.gguf', good.subarray(0, 1000)),
+    /metadata\.gguf: GGUF tensor count \d+ cannot fit in the file's remaining 976 bytes/],
+  'missing its last byte': [file('last.gguf', good.subarray(0, good.length - 1)),
+    new RegExp(`last\\.gguf: GGUF file truncated: tensor '[^']+' needs bytes \\d+\\.\\.${good.length} but the file has ${good.length - 1}`)],
+  'random bytes after the magic': [file('random.gguf', Buffer.concat([Buffer.from('GGUF'),
     Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 2654435761) >>> 24))])),
+  /random\.gguf: unsupported GGUF version \d+ \(attnlab reads versions 2 and 3\)/],
 };
 
-for (const [what, path] of Object.entries(badModels)) {
+for (const [what, [path, message]] of Object.entries(badModels)) {
   test(`a model file that is ${what}: translate and info exit 1 with a message`, () => {
-    assertCleanFailure(['translate', '--model', path, 'A dog.']);
-    assertCleanFailure(['translate', '--model', path], 'A dog.\n');
-    if (what !== 'missing its last byte') assertCleanFailure(['info', '--model', path]);
+    assertCleanFailure(['translate', '--model', path, 'A dog.'], '', message);
+    assertCleanFailure(['translate', '--model', path], 'A dog.\n', message);
+    if (what !== 'missing its last byte') assertCleanFailure(['info', '--model', path], '', message);
   });
 }
 
@@ -99,12 +111,15 @@ test('a 10,000-character line, as TEXT and on stdin: exit 1, "too long"-style me
   const long = 'a dog runs '.repeat(1000).slice(0, 10_000);
   assertCleanFailure(['translate', '--model', model, long], '', /token|long/i);
   assertCleanFailure(['translate', '--model', model, '--json'], `${long}\n`, /token|long/i);
-  assertCleanFailure(['translate', '--model', model], 'x'.repeat(10_000) + '\n');
+  assertCleanFailure(['translate', '--model', model], 'x'.repeat(10_000) + '\n',
+                     /the input is too long: \d+ tokens, at most \d+ are accepted/);
 });
 
 test('stdin of binary garbage: one answer per line, exit 1, never a signal', () => {
   const garbage = Buffer.from(Array.from({ length: 20_000 }, (_, i) => (i * 2246822519) >>> 24));
-  assertCleanFailure(['translate', '--model', model], garbage);
+  const result = assertCleanFailure(['translate', '--model', model], garbage, /tokenizer input: invalid UTF-8 at byte \d+/);
+  // Every line that fails says why (the UTF-8 error), none with some other message.
+  for (const line of result.stderr.split('\n').filter((l) => l !== '')) assert.match(line, /^attnlab: tokenizer input: invalid UTF-8|^attnlab: .*(empty|too long)/);
 });
 
 test('bad flag values: exit 1 with a message naming the flag', () => {
@@ -120,7 +135,7 @@ test('bad flag values: exit 1 with a message naming the flag', () => {
   for (const [extra, pattern] of flags) assertCleanFailure(['translate', '--model', model, ...extra, 'A dog.'], '', pattern);
   assertCleanFailure(['translate', '--model', model, '--beam'], '', /needs a value/);
   assertCleanFailure(['info', '--model', model, '--max-length'], '', /needs a value/);
-  assertCleanFailure(['translate', '--model', '', 'A dog.']);
+  assertCleanFailure(['translate', '--model', '', 'A dog.'], '', /translate needs --model FILE/);
   assertCleanFailure([''], '', /unknown command/);
 });
 
@@ -129,10 +144,12 @@ test('caption: wrong model kind, missing, empty, non-image and directory images 
   const empty = file('empty.png', Buffer.alloc(0));
   assertCleanFailure(['caption', '--model', model, image], '', /caption/);
   assertCleanFailure(['caption', '--model', captioner], '', /IMAGE/);
-  for (const path of [image, empty, scratch, join(scratch, 'missing.jpg')]) {
-    assertCleanFailure(['caption', '--model', captioner, path]);
+  for (const path of [image, empty, scratch]) {
+    assertCleanFailure(['caption', '--model', captioner, path], '',
+                       new RegExp(`cannot read image '${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}': unknown image type`));
   }
-  assertCleanFailure(['caption', '--model', badModels.empty, image]);
+  assertCleanFailure(['caption', '--model', captioner, join(scratch, 'missing.jpg')], '', /cannot read image '.*missing\.jpg'/);
+  assertCleanFailure(['caption', '--model', badModels.empty[0], image], '', badModels.empty[1]);
   const withEncoder = join(root, 'tests/fixtures/caption/tiny_encoder_model.gguf');
   const photo = join(root, 'web/app/samples/cat.jpg');
   for (const value of ['1', '9', '-1', 'x', '']) {
