@@ -197,7 +197,20 @@ TEST_CASE("gemm kernels on a larger problem and with zero sizes") {
     check_close(C, std::vector<float>{1, 2, 3, 4}.data(), 4, kExact, 0, "K=0 accumulate");
     k::gemm_nt(2, 2, 0, A, 0, B, 0, C, 2, false);  // K = 0 overwrites with zeros
     check_close(C, std::vector<float>{0, 0, 0, 0}.data(), 4, kExact, 0, "K=0");
-    k::gemm_nn(0, 3, 3, A, 3, B, 3, C, 3);  // M = 0: nothing to do, nothing touched
+    // M = 0: nothing to do, so C keeps every value, whether the call overwrites or accumulates.
+    for (bool accumulate : {false, true}) {
+        CAPTURE(accumulate);
+        float untouched[4] = {5, 6, 7, 8};
+        k::gemm_nn(0, 2, 0, A, 0, B, 2, untouched, 2, accumulate);
+        check_close(untouched, std::vector<float>{5, 6, 7, 8}.data(), 4, kExact, 0, "gemm_nn M=0");
+        k::gemm_nt(0, 2, 0, A, 0, B, 0, untouched, 2, accumulate);
+        check_close(untouched, std::vector<float>{5, 6, 7, 8}.data(), 4, kExact, 0, "gemm_nt M=0");
+        const std::vector<float> a = random_vector(3 * 3, 11), b = random_vector(3 * 3, 12);
+        k::gemm_nn(0, 2, 3, a.data(), 3, b.data(), 2, untouched, 2, accumulate);
+        check_close(untouched, std::vector<float>{5, 6, 7, 8}.data(), 4, kExact, 0, "gemm_nn M=0 K=3");
+        k::gemm_nt(0, 2, 3, a.data(), 3, b.data(), 3, untouched, 2, accumulate);
+        check_close(untouched, std::vector<float>{5, 6, 7, 8}.data(), 4, kExact, 0, "gemm_nt M=0 K=3");
+    }
 }
 
 TEST_CASE("gemm and gemv reject inconsistent sizes") {
