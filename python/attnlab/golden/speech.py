@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""Golden fixtures for the C++ speech recognizer: a tiny Listen, Attend and Spell model (attnlab.nn.listen_attend_spell)
+briefly trained to spell fixed transcripts from random MFCC-like features, so its greedy outputs are varied and end
+with EOS, exported through attnlab.gguf.speech, plus PyTorch's outputs for those inputs and two it never saw.
+
+    PYTHONPATH=python python3 -m attnlab.golden.speech [--out tests/fixtures/speech] [--steps 300]
+
+Needs no data: the features are drawn by the script (seeded) and stored in the expected file. Deterministic:
+seeded, one thread; a second run writes byte-identical files. Checked by tests/cpp/test_speech_recognizer.cpp.
+
+Files:
+  las.gguf            the model as speech.write(..., "f32") writes it
+  las.q8_0.gguf       the same model as q8_0 (loads and transcribes; characters may differ on near ties)
+  las.expected.gguf   architecture "attnlab.fixture", what PyTorch computes for las.gguf:
+      expected.utterances (uint32 N), expected.beam (uint32 3), expected.alpha (float32 1.0),
+      expected.max_length_ratio (float32 2.0), expected.max_length_extra (uint32 10): ListenAttendSpell.greedy's limit
+      utterance.<i>.features [T, 13]      raw features (before CMN) fed to listen()
+      utterance.<i>.transcript           what it was trained to spell ("" for the unseen inputs)
+      utterance.<i>.greedy_ids           int32 array, greedy characters (no BOS/EOS; pad/unk/bos never written)
+      utterance.<i>.greedy_text          decode_ids of them
+      utterance.<i>.greedy_attention / .greedy_scores   [L, S]: the weights and raw scores of the step that wrote
+                                         each greedy character
+      utterance.<i>.beam_ids / .beam_text   attnlab.nn.decoding.beam_search(beam=3, alpha=1.0), same limit and bans
+      probe.normalized [T, 13], probe.listener0 [T/2, 2E], probe.annotations [S, 2E], probe.keys [S, A] (W_k h + b_k),
+      probe.s0 [H]                       the listener for utterance 0, layer by layer
+      probe.tokens  int32 array          the tokens fed to the first speller steps (BOS, then greedy characters)
+      probe.logits [P, V], probe.states [P, H], probe.weights [P, S], probe.scores [P, S], probe.context [P, 2E],
+      probe.location_features [P, S, K]  each step from a_0 = one-hot on frame 0 (raw logits: nothing banned)
+"""
+import argparse
+import os
+
+import numpy as np
+import torch
+
+from attnlab.gguf import speech
+from attnlab.gguf.writer import GGUFWriter
+from attnlab.nn.decoding import BOS_ID, EOS_ID, beam_search
+from attnlab.nn.listen_attend_spell import (AN4_FEATURE_STD, NEVER_WRITTEN, Config, ListenAttendSpell, decode_ids,
+                                            encode_transcript, loss)
+from attnlab.paths import FIXTURES
+
+# The smallest sizes that still give every matrix kind the engine reads: 2E = 32 and the speller's rows are
+# multiples of 32 (q8_0 quantizes them), the first listener layer's 26-wide input and the location filters are not
+# (they stay f16 in the q8_0 file). A file of about 120 KB.
+SIZES = dict(enc_hidden=16, dec_hidden=32, emb=32, attn_dim=32, loc_filters=4, loc_width=7)
+# (frames, transcript): odd frame counts and halves, so both listener layers drop a frame somewhere.
+TRAINED = [(45, "yes"), (62, "no"), (51, "stop"), (70, "go left"), (87, "one two three"), (96, "hello world")]
+UNSEEN = [59, 77]
+BEAM = 3
+ALPHA = 1.0
+MAX_LEN_A, MAX_LEN_B = 2.0, 10    # ListenAttendSpell.greedy: 2 * S + 10
+PROBE_STEPS = 4
+
+
+def random_features(rng, frames):
+    """MFCC-like frames: each coefficient at AN4's scale around a random per-utterance offset (which CMN removes)."""
+    scale = np.array(AN4_FEATURE_STD, dtype=np.float64)
+    offset = rng.normal(size=13) * 3 * scale
+    return (offset + rng.normal(size=(frames, 13)) * scale).astype(np.float32)
+
+
+def batch(features):
+    lengths = torch.tensor([len(f) for f in features])
+    x = torch.zeros(len(features), int(lengths.max()), 13)
+    for i, f in enumerate(features):
+        x[i, :len(f)] = torch.from_numpy(f)
+    return x, lengths
+
+
+def train_model(features, transcripts, steps, seed):
+    """Full-batch Adam on the joint loss, no label smoothing: the transcripts are memorized with clear margins."""
+    torch.manual_seed(seed)
+    model = ListenAttendSpell(Config(dropout=0.1, **SIZES))
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    x, lengths = batch(features)
+    targets = [encode_transcript(t) for t in transcripts]
+    model.train()
+    for _ in range(steps):
+        total, _, _ = loss(model, x, lengths, targets, label_smoothing=0.0)
+        opt.zero_grad()
+        total.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    model.eval()
+    return model, float(total)
+
+
+def np32(t):
+    return t.detach().cpu().numpy().astype(np.float32)
+
+
+class Listened:
+    """One utterance through the listener, with what every speller step needs."""
+
+    def __init__(self, model, features):
+        x, lengths = batch([features])
+        self.h, self.lengths, self.s0 = model.listen(x, lengths)
+        self.mask = torch.arange(self.h.size(1))[None, :] < self.lengths[:, None]
+        self.keys = model.attn.W_k(self.h)
+        self.a0 = model.first_weights(self.mask)
+        self.S = int(self.lengths[0])
+
+
+def banned(logits):
+    logits = logits.clone()
+    logits[:, list(NEVER_WRITTEN)] = float("-inf")
+    return logits
+
+
+@torch.no_grad()
+def greedy_with_attention(model, features):
+    """ListenAttendSpell.greedy for one utterance, also keeping each written character's weights and raw scores."""
+    enc = Listened(model, features)
+    s, a, prev = enc.s0, enc.a0, torch.tensor([BOS_ID])
+    tokens, weights, scores = [], [], []
+    for _ in range(int(MAX_LEN_A * enc.S + MAX_LEN_B)):
+        logits, s, a, e = model.step(enc.h, enc.keys, enc.mask, s, a, prev)
+        prev = banned(logits).argmax(-1)
+        if int(prev) == EOS_ID:
+            break
+        tokens.append(int(prev))
+        weights.append(np32(a[0]))
+        scores.append(np32(e[0]))
+    ids, _ = model.greedy(*batch([features]))
+    assert ids[0] == tokens, "the greedy loop disagrees with ListenAttendSpell.greedy"
+    return tokens, weights, scores
+
+
+@torch.no_grad()
+def beam(model, features):
+    enc = Listened(model, features)
+    K = BEAM
+    h, keys, mask = enc.h.expand(K, -1, -1), enc.keys.expand(K, -1, -1), enc.mask.expand(K, -1)
+
+    def step(prev, state):
+        s, a = state
+        logits, s, a, _ = model.step(h, keys, mask, s, a, prev)
+        return banned(logits), (s, a)
+
+    def reorder(state, rows):
+        return state[0].index_select(0, rows), state[1].index_select(0, rows)
+
+    state = (enc.s0.expand(K, -1).contiguous(), enc.a0.expand(K, -1).contiguous())
+    return beam_search(step, state, reorder, enc.lengths, beam=K, alpha=ALPHA, max_len_a=MAX_LEN_A,
+                       max_len_b=MAX_LEN_B)[0]
+
+
+@torch.no_grad()
+def add_probe(w, model, features, greedy_ids):
+    x, lengths = batch([features])
+    normalized = model.normalize(x, lengths)
+    w.add_tensor("probe.normalized", np32(normalized[0]))
+    pairs = normalized[:, :2 * (len(features) // 2)].reshape(1, len(features) // 2, 26)
+    w.add_tensor("probe.listener0", np32(model.listener[0](pairs)[0][0]))
+    enc = Listened(model, features)
+    w.add_tensor("probe.annotations", np32(enc.h[0]))
+    w.add_tensor("probe.keys", np32(enc.keys[0]))
+    w.add_tensor("probe.s0", np32(enc.s0[0]))
+    fed = ([BOS_ID] + greedy_ids)[:PROBE_STEPS]
+    s, a = enc.s0, enc.a0
+    rows = {k: [] for k in ("logits", "states", "weights", "scores", "context", "location_features")}
+    for token in fed:
+        rows["location_features"].append(np32(model.attn.F(a.unsqueeze(1)).transpose(1, 2)[0]))   # [S, K]
+        logits, s, a, e = model.step(enc.h, enc.keys, enc.mask, s, a, torch.tensor([token]))
+        rows["logits"].append(np32(logits[0]))
+        rows["states"].append(np32(s[0]))
+        rows["weights"].append(np32(a[0]))
+        rows["scores"].append(np32(e[0]))
+        rows["context"].append(np32(torch.bmm(a.unsqueeze(1), enc.h)[0, 0]))
+    w.add_array("probe.tokens", fed, "int32")
+    for name, values in rows.items():
+        w.add_tensor("probe." + name, np.stack(values))
+
+
+def write_expected(path, model, inputs):
+    """inputs: [(features, transcript or "")] -> [(greedy text, ended with EOS)]"""
+    w = GGUFWriter(path, architecture="attnlab.fixture")
+    w.add_uint32("expected.utterances", len(inputs))
+    w.add_uint32("expected.beam", BEAM)
+    w.add_float32("expected.alpha", ALPHA)
+    w.add_float32("expected.max_length_ratio", MAX_LEN_A)
+    w.add_uint32("expected.max_length_extra", MAX_LEN_B)
+    summary = []
+    for i, (features, transcript) in enumerate(inputs):
+        tokens, weights, scores = greedy_with_attention(model, features)
+        if not tokens:
+            raise SystemExit(f"{path}: utterance {i} spells nothing; train longer (--steps)")
+        best = beam(model, features)
+        p = f"utterance.{i}."
+        w.add_tensor(p + "features", features)
+        w.add_string(p + "transcript", transcript)
+        w.add_array(p + "greedy_ids", tokens, "int32")
+        w.add_string(p + "greedy_text", decode_ids(tokens))
+        w.add_tensor(p + "greedy_attention", np.stack(weights))
+        w.add_tensor(p + "greedy_scores", np.stack(scores))
+        w.add_array(p + "beam_ids", best, "int32")
+        w.add_string(p + "beam_text", decode_ids(best))
+        if i == 0:
+            add_probe(w, model, features, tokens)
+        S = len(features) // 4
+        summary.append((transcript, decode_ids(tokens), decode_ids(best), len(tokens) < int(MAX_LEN_A * S + MAX_LEN_B)))
+    w.write()
+    return summary
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(FIXTURES, "speech"))
+    ap.add_argument("--steps", type=int, default=300, help="training steps")
+    ap.add_argument("--seed", type=int, default=2100)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    os.makedirs(args.out, exist_ok=True)
+    rng = np.random.default_rng(args.seed)
+    trained = [(random_features(rng, frames), text) for frames, text in TRAINED]
+    unseen = [(random_features(rng, frames), "") for frames in UNSEEN]
+    model, final_loss = train_model([f for f, _ in trained], [t for _, t in trained], args.steps, args.seed)
+    checkpoint = {"config": model.cfg.to_dict(), "model": model.state_dict()}
+    out = os.path.join(args.out, "las.gguf")
+    counts = speech.write(checkpoint, "f32", out, name="speech-las-fixture")
+    q8_counts = speech.write(checkpoint, "q8_0", os.path.join(args.out, "las.q8_0.gguf"), name="speech-las-fixture")
+    # The schema's loader gives back the very model that was written.
+    reloaded = speech.load(out)
+    for features, _ in trained + unseen:
+        assert reloaded.greedy(*batch([features]))[0] == model.greedy(*batch([features]))[0], "speech.load disagrees"
+    expected = os.path.join(args.out, "las.expected.gguf")
+    summary = write_expected(expected, model, trained + unseen)
+    sizes = {name: os.path.getsize(os.path.join(args.out, name)) for name in sorted(os.listdir(args.out))}
+    print(f"loss {final_loss:.3f}; tensors f32 {counts}, q8_0 {q8_counts}; "
+          + ", ".join(f"{name} {size / 1e3:.0f} KB" for name, size in sizes.items()))
+    for transcript, greedy, best, ended in summary:
+        print(f"    {'EOS' if ended else 'MAX'} {transcript!r:18} greedy {greedy!r:18} beam {best!r}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The speech recognizer's GGUF schema (attnlab.gguf.speech): the keys the engine reads, the tensors it stores and
+how, and a file read back into the same PyTorch model."""
+import os
+import tempfile
+import unittest
+
+import torch
+
+from attnlab.gguf import speech
+from attnlab.gguf.reader import read_gguf
+from attnlab.nn.listen_attend_spell import VOCAB, Config, ListenAttendSpell
+
+SMALL = dict(enc_hidden=16, dec_hidden=32, emb=32, attn_dim=32, loc_filters=4, loc_width=7, dropout=0.0)
+
+
+class SpeechSchemaTest(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(0)
+        self.model = ListenAttendSpell(Config(**SMALL)).eval()
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def written(self, dtype, what=None):
+        path = os.path.join(self.dir.name, f"las.{dtype}.gguf")
+        speech.write(what if what is not None else self.model, dtype, path)
+        return path
+
+    def test_metadata_keys(self):
+        _, kvs, tensors, _, _ = read_gguf(self.written("f32"))
+        meta = {k: v for k, _, v in kvs}
+        p = speech.ARCH + "."
+        self.assertEqual(meta["general.architecture"], "attnlab.las")
+        self.assertEqual(meta["attnlab.task"], "transcribe")
+        expected = {"feature_size": 13, "encoder_hidden_size": 16, "decoder_hidden_size": 32, "embedding_size": 32,
+                    "attention_size": 32, "location_filters": 4, "location_width": 7, "vocab_size": len(VOCAB),
+                    "frame_rate": 100, "time_reduction": 4}
+        for key, value in expected.items():
+            self.assertEqual(meta[p + key], value, key)
+        self.assertEqual(tuple(meta[p + "characters"]), VOCAB)
+        names = {name for name, _, _, _ in tensors}
+        self.assertIn("feature_scale", names)
+        self.assertIn("attn.F.weight", names)
+        self.assertFalse(any(name.startswith("ctc.") for name in names), "the CTC head is training-only")
+        self.assertEqual(names, {k for k in self.model.state_dict() if not k.startswith("ctc.")})
+
+    def test_storage_types_under_q8_0(self):
+        _, _, tensors, _, _ = read_gguf(self.written("q8_0"))
+        types = {name: type_name for name, type_name, _, _ in tensors}
+        self.assertEqual(types["feature_scale"], "f32")
+        self.assertEqual(types["speller.weight_ih"], "q8_0")
+        self.assertEqual(types["attn.F.weight"], "f16")           # a 7-wide row is no Q8_0 block
+        self.assertEqual(types["listener.0.weight_ih_l0"], "f16")  # 26 inputs per row
+        self.assertEqual(types["out.bias"], "f32")
+
+    def test_round_trip_from_a_checkpoint(self):
+        checkpoint = {"config": self.model.cfg.to_dict(), "model": self.model.state_dict(),
+                      "state": {"train_seconds": 12.5, "best_cer": 0.25}}
+        path = self.written("f32", checkpoint)
+        loaded = speech.load(path)
+        for name, value in self.model.state_dict().items():
+            if name.startswith("ctc."):
+                self.assertEqual(float(loaded.state_dict()[name].abs().sum()), 0.0)
+            else:
+                self.assertTrue(torch.equal(loaded.state_dict()[name], value), name)
+        meta = {k: v for k, _, v in read_gguf(path)[1]}
+        self.assertAlmostEqual(meta["attnlab.training_seconds"], 12.5)
+        self.assertAlmostEqual(meta["attnlab.val_cer"], 0.25)
+        feats = torch.randn(1, 37, 13) * 3
+        self.assertEqual(loaded.greedy(feats, torch.tensor([37]), max_len=12)[0],
+                         self.model.greedy(feats, torch.tensor([37]), max_len=12)[0])
+
+    def test_refusals(self):
+        with self.assertRaises(ValueError):
+            speech.write(self.model, "q4", os.path.join(self.dir.name, "x.gguf"))
+        with self.assertRaises(ValueError):
+            speech.load(os.path.join(os.path.dirname(__file__), "..", "fixtures", "rnn", "additive.gguf"))
+
+
+if __name__ == "__main__":
+    unittest.main()
