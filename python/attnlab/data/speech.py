@@ -20,11 +20,11 @@ import os
 import sys
 
 from attnlab.data.speech_text import an4_transcript, normalize_transcript
+from attnlab.paths import BUILD_DATA, SHARED_DATA
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-SPEECH_ROOT = os.path.join(REPO_ROOT, "..", "shared", "data", "speech")
+SPEECH_ROOT = os.path.join(SHARED_DATA, "speech")
 POCKETSPHINX_ROOT = "/usr/share/pocketsphinx/test/data"
-SYNTH_ROOT = os.path.join(REPO_ROOT, "build", "data", "speech", "synth")
+SYNTH_ROOT = os.path.join(BUILD_DATA, "speech", "synth")
 
 SPLIT_SEED = "speech-1234"
 DEV_SPEAKERS_AN4 = 8

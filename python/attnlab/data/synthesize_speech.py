@@ -26,8 +26,9 @@ from multiprocessing import Pool
 
 import numpy as np
 
-from attnlab.data.speech import REPO_ROOT, SYNTH_ROOT, an4_utterances, ljspeech_text_pool
+from attnlab.data.speech import SYNTH_ROOT, an4_utterances, ljspeech_text_pool
 from attnlab.data.speech_text import DIGIT_WORDS, normalize_transcript
+from attnlab.paths import SHARED_DATA
 
 SAMPLE_RATE = 16000
 ESPEAK_ACCENTS = ("en-us", "en-gb", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-rp", "en-gb-x-gbcwmd", "en-029")
@@ -48,7 +49,7 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 def tatoeba_english(limit=40000):
-    path = os.path.join(REPO_ROOT, "..", "shared", "data", "broad", "train.en.gz")
+    path = os.path.join(SHARED_DATA, "broad", "train.en.gz")
     with gzip.open(path, "rt", encoding="utf-8") as f:
         lines = [line.strip() for _, line in zip(range(limit), f)]
     return [line for line in lines if 2 <= len(line.split()) <= 16]

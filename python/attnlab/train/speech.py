@@ -1,0 +1,286 @@
+#!/usr/bin/python3
+"""Train the Listen, Attend and Spell recognizer (attnlab.nn.listen_attend_spell) on the stored MFCCs of
+attnlab.data.speech_features (AN4, FSDD, LJ Speech, synthetic speech), resumably.
+
+    OPENBLAS_NUM_THREADS=1 nohup nice -n 19 python3 -m attnlab.train.speech --features DIR --out /work/ckpt/speech-las \
+        > /work/ckpt/speech-las.out 2>&1 &
+
+Rerunning the same command resumes from OUT/last.pt (model, optimizer, RNG, the epoch's batch order and position).
+OUT/best.pt is the lowest greedy dev CER (AN4's dev speakers, LJ Speech's dev clips, pocketsphinx-testdata and the
+synthetic dev voices, pooled); OUT/epoch-<n>.pt the last --keep-epochs epochs. Recipe: Adam, linear warm-up over
+--warmup steps to --lr, then the rate times --lr-decay after each epoch without a dev gain; joint loss
+(1 - w) CE + w CTC (w = --ctc-weight); label smoothing; dropout; two time masks per utterance (SpecAugment-style)
+during training; batches of similar length holding at most --max-frames input frames.
+Small recurrent models train faster with OPENBLAS_NUM_THREADS=1 (2.6x on these machines).
+"""
+import argparse
+import math
+import os
+import random
+import sys
+import time
+
+from attnlab import cpu_blas  # noqa: F401  (before torch: OpenBLAS's AVX kernels)
+import numpy as np
+import torch
+
+from attnlab.data.speech_features import FEATURES_ROOT, load_all
+from attnlab.eval.cer import character_error_rate
+from attnlab.nn import listen_attend_spell as las
+from attnlab.train.loop import Family, Logger, WallClock, atomic_save, capture_rng, restore_training, run
+
+log = Logger(time_format="%Y-%m-%d %H:%M:%S")
+TRAIN_SOURCES = ("an4", "fsdd", "ljspeech", "synth")
+DEV_SOURCES = ("an4", "ljspeech", "pocketsphinx", "synth")
+MAX_FRAMES_PER_UTTERANCE = 1600   # 16 s: longer clips are left out of training
+
+
+def collect(stores, split, sources, limit=0):
+    """-> [(source, index, frames, ids)] of one split."""
+    out = []
+    for source in sources:
+        store = stores.get(source)
+        if store is None:
+            continue
+        for i in range(len(store)):
+            if store.splits[i] != split:
+                continue
+            T = int(store.offsets[i + 1] - store.offsets[i])
+            if split == "train" and not 4 <= T <= MAX_FRAMES_PER_UTTERANCE:
+                continue
+            out.append((source, i, T, las.encode_transcript(str(store.transcripts[i]))))
+    if limit:
+        random.Random(0).shuffle(out)
+        out = out[:limit]
+    return out
+
+
+def bucketed_batches(items, max_frames, seed):
+    """Utterances sorted by length within shuffled buckets, cut into batches of <= max_frames padded frames, then
+    shuffled: similar lengths together, a different order every epoch."""
+    rng = random.Random(seed)
+    order = list(range(len(items)))
+    rng.shuffle(order)
+    bucket = 2000
+    order = [i for b in range(0, len(order), bucket) for i in sorted(order[b:b + bucket], key=lambda i: items[i][2])]
+    batches, current, longest = [], [], 0
+    for i in order:
+        longest_next = max(longest, items[i][2])
+        if current and longest_next * (len(current) + 1) > max_frames:
+            batches.append(current)
+            current, longest_next = [], items[i][2]
+        current.append(i)
+        longest = longest_next
+    if current:
+        batches.append(current)
+    rng.shuffle(batches)
+    return batches
+
+
+def pad_features(stores, items, rng=None, masks=0, mask_fraction=0.05):
+    """-> (feats [B, T, 13], lengths [B]); with rng, `masks` time spans per utterance are set to its mean frame."""
+    lengths = torch.tensor([item[2] for item in items])
+    feats = torch.zeros(len(items), int(lengths.max()), 13)
+    for b, (source, i, T, _) in enumerate(items):
+        frames = torch.from_numpy(np.array(stores[source].features(i)))
+        if rng is not None and masks:
+            frames = frames.clone()
+            mean = frames.mean(0)
+            for _ in range(masks):
+                width = rng.randint(0, max(1, int(T * mask_fraction)))
+                start = rng.randint(0, max(0, T - width))
+                frames[start:start + width] = mean
+        feats[b, :T] = frames
+    return feats, lengths
+
+
+def transcribe(model, stores, items, batch_frames=30000):
+    """Greedy transcripts of items, in order."""
+    model.eval()
+    out = [None] * len(items)
+    order = sorted(range(len(items)), key=lambda i: items[i][2])
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and items[order[end]][2] * (end - start + 1) <= batch_frames:
+            end += 1
+        chunk = order[start:end]
+        feats, lengths = pad_features(stores, [items[i] for i in chunk])
+        ids, _ = model.greedy(feats, lengths)
+        for i, hyp in zip(chunk, ids):
+            out[i] = las.decode_ids(hyp)
+        start = end
+    model.train()
+    return out
+
+
+class SpeechFamily(Family):
+    position_key = "position"
+
+    def __init__(self, args, model, optimizer, cfg, stores, train, dev):
+        self.args, self.model, self.optimizer, self.cfg = args, model, optimizer, cfg
+        self.stores, self.train_items, self.dev_items = stores, train, dev
+        self.last_path, self.best_path = os.path.join(args.out, "last.pt"), os.path.join(args.out, "best.pt")
+        self.session = WallClock()
+        self.deadline = args.max_hours * 3600 if args.max_hours else math.inf
+        self.rng = random.Random(args.seed)
+
+    def checkpoint(self, path, with_optimizer=True):
+        ck = {"config": self.cfg.to_dict(), "model": self.model.state_dict(), "state": self.state,
+              "meta": {"name": "speech-las", "args": vars(self.args)}}
+        if with_optimizer:
+            ck.update(optimizer=self.optimizer.state_dict(), rng=capture_rng())
+        atomic_save(ck, path)
+
+    def save_last(self, reason):
+        self.checkpoint(self.last_path)
+        log(f"checkpoint ({reason}) -> {self.last_path}")
+
+    def stop_before_start(self, state):
+        self.state = state
+        return "early stopping already reached" if state["bad_epochs"] >= self.args.patience else None
+
+    def epoch_batches(self, state):
+        if state["order"] is None:
+            state["order"], state["position"] = bucketed_batches(self.train_items, self.args.max_frames,
+                                                                 self.args.seed + state["epoch"]), 0
+        self.t0, self.frames_done, self.loss_sum, self.steps = time.time(), 0, 0.0, 0
+        return state["order"]
+
+    def batch_loss(self, batch, state):
+        args = self.args
+        step = state["global_step"] + 1
+        if step <= args.warmup:
+            for group in self.optimizer.param_groups:
+                group["lr"] = args.lr * step / args.warmup
+        items = [self.train_items[i] for i in batch]
+        feats, lengths = pad_features(self.stores, items, self.rng, masks=args.time_masks)
+        loss, _, _ = las.loss(self.model, feats, lengths, [item[3] for item in items], args.ctc_weight,
+                              args.label_smoothing)
+        self.frames_done += int(lengths.sum())
+        self.loss_sum += float(loss)
+        self.steps += 1
+        return loss
+
+    def after_step(self, state, n_batches):
+        state["global_step"] += 1
+        if state["position"] % self.args.log_every == 0:
+            dt = time.time() - self.t0
+            rate = self.frames_done / dt
+            log(f"epoch {state['epoch'] + 1} batch {state['position']}/{n_batches} loss {self.loss_sum / self.steps:.4f} "
+                f"lr {self.optimizer.param_groups[0]['lr']:.2e} {rate:.0f} frames/s")
+            state["train_seconds"] += dt
+            self.t0, self.frames_done, self.loss_sum, self.steps = time.time(), 0, 0.0, 0
+
+    def stop_during_epoch(self, state):
+        return "--max-hours" if self.session.session() > self.deadline else None
+
+    def end_epoch(self, state):
+        args = self.args
+        state["train_seconds"] += time.time() - self.t0
+        t0 = time.time()
+        hyps = transcribe(self.model, self.stores, self.dev_items)
+        refs = [las.decode_ids(item[3]) for item in self.dev_items]
+        cer = character_error_rate(hyps, refs)
+        per_source = {}
+        for source in DEV_SOURCES:
+            idx = [k for k, item in enumerate(self.dev_items) if item[0] == source]
+            if idx:
+                per_source[source] = round(character_error_rate([hyps[k] for k in idx], [refs[k] for k in idx]), 2)
+        state["epoch"] += 1
+        state["order"], state["position"] = None, 0
+        state["history"].append({"epoch": state["epoch"], "dev_cer": cer, "per_source": per_source,
+                                 "lr": self.optimizer.param_groups[0]["lr"], "hours": state["train_seconds"] / 3600})
+        if cer < state["best_cer"]:
+            state["best_cer"], state["bad_epochs"] = cer, 0
+            self.checkpoint(self.best_path, with_optimizer=False)
+        else:
+            state["bad_epochs"] += 1
+            for group in self.optimizer.param_groups:
+                group["lr"] = max(args.min_lr, group["lr"] * args.lr_decay)
+        log(f"epoch {state['epoch']} dev CER {cer:.2f}% {per_source} (best {state['best_cer']:.2f}, "
+            f"{state['bad_epochs']} bad, {time.time() - t0:.0f} s) e.g. {hyps[0]!r} for {refs[0]!r}")
+        return "early stopping" if state["bad_epochs"] >= args.patience else None
+
+    def keep_epoch(self, state):
+        if self.args.keep_epochs <= 0:
+            return
+        self.checkpoint(os.path.join(self.args.out, f"epoch-{state['epoch']}.pt"), with_optimizer=False)
+        old = os.path.join(self.args.out, f"epoch-{state['epoch'] - self.args.keep_epochs}.pt")
+        if os.path.exists(old):
+            os.remove(old)
+
+    def finish(self, state, stop_reason):
+        self.checkpoint(self.last_path)
+        log(f"done: {stop_reason or 'all epochs'}; best dev CER {state['best_cer']:.2f}%; "
+            f"trained {state['train_seconds'] / 3600:.2f} h")
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--features", default=FEATURES_ROOT, help="attnlab.data.speech_features' --out")
+    cfg = las.Config()
+    ap.add_argument("--enc-hidden", type=int, default=cfg.enc_hidden)
+    ap.add_argument("--dec-hidden", type=int, default=cfg.dec_hidden)
+    ap.add_argument("--emb", type=int, default=cfg.emb)
+    ap.add_argument("--attn-dim", type=int, default=cfg.attn_dim)
+    ap.add_argument("--loc-filters", type=int, default=cfg.loc_filters)
+    ap.add_argument("--loc-width", type=int, default=cfg.loc_width)
+    ap.add_argument("--dropout", type=float, default=cfg.dropout)
+    ap.add_argument("--ctc-weight", type=float, default=0.3)
+    ap.add_argument("--label-smoothing", type=float, default=0.1)
+    ap.add_argument("--time-masks", type=int, default=2)
+    ap.add_argument("--max-frames", type=int, default=12000, help="padded input frames per batch")
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup", type=int, default=500)
+    ap.add_argument("--lr-decay", type=float, default=0.5)
+    ap.add_argument("--min-lr", type=float, default=3e-5)
+    ap.add_argument("--clip", type=float, default=1.0)
+    ap.add_argument("--epochs", type=int, default=40)
+    ap.add_argument("--patience", type=int, default=4)
+    ap.add_argument("--dev-limit", type=int, default=800, help="dev utterances scored each epoch (0 = all)")
+    ap.add_argument("--limit-train", type=int, default=0, help="only N training utterances (smoke tests)")
+    ap.add_argument("--keep-epochs", type=int, default=3)
+    ap.add_argument("--max-hours", type=float, default=0.0, help="this run's wall-clock budget (0 = none)")
+    ap.add_argument("--save-minutes", type=float, default=10.0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--log-every", type=int, default=50)
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    os.makedirs(args.out, exist_ok=True)
+    stores = load_all(args.features)
+    if "an4" not in stores:
+        sys.exit(f"no stored features in {args.features}: run python3 -m attnlab.data.speech_features first")
+    train = collect(stores, "train", TRAIN_SOURCES, args.limit_train)
+    dev = collect(stores, "dev", DEV_SOURCES, args.dev_limit)
+    cfg = las.Config(enc_hidden=args.enc_hidden, dec_hidden=args.dec_hidden, emb=args.emb, attn_dim=args.attn_dim,
+                     loc_filters=args.loc_filters, loc_width=args.loc_width, dropout=args.dropout)
+    torch.manual_seed(args.seed)
+    model = las.ListenAttendSpell(cfg)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    state = {"epoch": 0, "position": 0, "order": None, "global_step": 0, "best_cer": math.inf, "bad_epochs": 0,
+             "train_seconds": 0.0, "history": []}
+    last_path = os.path.join(args.out, "last.pt")
+    if os.path.exists(last_path):
+        ck = torch.load(last_path, map_location="cpu")
+        if las.Config(**ck["config"]).to_dict() != cfg.to_dict():
+            sys.exit(f"{last_path} has another configuration {ck['config']}: use another --out")
+        restore_training(ck, model, opt)
+        state = ck["state"]
+        log(f"resumed from {last_path}: epoch {state['epoch']} batch {state['position']}, "
+            f"best dev CER {state['best_cer']:.2f}")
+    hours = sum(item[2] for item in train) / 360000
+    log(f"train {len(train)} utterances ({hours:.2f} h), dev {len(dev)}; config {cfg.to_dict()}; "
+        f"{sum(p.numel() for p in model.parameters()):,} parameters")
+    run(SpeechFamily(args, model, opt, cfg, stores, train, dev), model, opt, state, args.epochs, args.clip,
+        args.save_minutes)
+
+
+if __name__ == "__main__":
+    main()
