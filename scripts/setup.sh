@@ -15,6 +15,7 @@ debian_packages=(
   flatbuffers-compiler python3-flatbuffers python3-skimage
   python3-onnx
   chromium
+  sphinxbase-utils sox flac espeak-ng pocketsphinx-testdata
 )
 if [ "${ATTNLAB_SKIP_APT:-0}" != 1 ]; then
   missing=()
