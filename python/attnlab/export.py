@@ -51,7 +51,8 @@ def export_mobilenet(args):
 
 
 def parser():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python3 -m attnlab.export", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     kinds = ap.add_subparsers(dest="kind", required=True, metavar="KIND")
 
     def kind(name, help, run, checkpoint_help, dtypes=EXPORT_DTYPES):
