@@ -13,8 +13,11 @@ from attnlab.nn.decoding import BOS_ID, EOS_ID
 from attnlab.paths import ROOT
 
 # corpus -> its (train, validation, test) split names
-CORPORA = {"multi30k": ("train", "val", "test2016"), "cmn": ("train", "val", "test")}
-# pair -> (corpus, source language, target language); each side's tokenizer is models/tokenizers/<corpus>.<lang>
+CORPORA = {"multi30k": ("train", "val", "test2016"), "cmn": ("train", "val", "test"), "broad": ("train", "val", "test")}
+# corpus -> further evaluation splits, reachable by name ("--split newstest2013")
+EXTRA_SPLITS = {"broad": ("tatoeba-val", "newstest2013")}
+# pair -> (default corpus, source language, target language); each side's tokenizer is
+# models/tokenizers/<corpus>.<lang> of the corpus a model was trained on
 PAIRS = {
     "en-de": ("multi30k", "en", "de"),
     "de-en": ("multi30k", "de", "en"),
@@ -22,21 +25,33 @@ PAIRS = {
 }
 
 
-def pair_paths(pair, root=ROOT):
-    """-> dict with data files per split and the two tokenizer models."""
+def pair_paths(pair, root=ROOT, corpus=None, data_corpus=None):
+    """-> dict with data files per split and the two tokenizer models. corpus: what the model was trained on (its
+    tokenizers; default the pair's own); data_corpus: which corpus's splits to read (default the same), so a model
+    trained on one corpus can be scored on another's test set."""
     if pair not in PAIRS:
         raise ValueError(f"unknown pair {pair!r}; expected one of {sorted(PAIRS)}")
-    corpus, src, tgt = PAIRS[pair]
-    data = os.path.join(root, "build", "data", corpus)
-    train, val, test = CORPORA[corpus]
-    return {
-        "corpus": corpus, "src_lang": src, "tgt_lang": tgt,
-        "train": (os.path.join(data, f"{train}.{src}"), os.path.join(data, f"{train}.{tgt}")),
-        "val": (os.path.join(data, f"{val}.{src}"), os.path.join(data, f"{val}.{tgt}")),
-        "test": (os.path.join(data, f"{test}.{src}"), os.path.join(data, f"{test}.{tgt}")),
-        "src_spm": os.path.join(root, "models", "tokenizers", f"{corpus}.{src}.model"),
-        "tgt_spm": os.path.join(root, "models", "tokenizers", f"{corpus}.{tgt}.model"),
-    }
+    default_corpus, src, tgt = PAIRS[pair]
+    corpus = corpus or default_corpus
+    data_corpus = data_corpus or corpus
+    for name in (corpus, data_corpus):
+        if name not in CORPORA:
+            raise ValueError(f"unknown corpus {name!r}; expected one of {sorted(CORPORA)}")
+    data = os.path.join(root, "build", "data", data_corpus)
+    train, val, test = CORPORA[data_corpus]
+    splits = {"train": train, "val": val, "test": test}
+    splits.update({name: name for name in EXTRA_SPLITS.get(data_corpus, ())})
+    paths = {"corpus": corpus, "data_corpus": data_corpus, "src_lang": src, "tgt_lang": tgt,
+             "src_spm": os.path.join(root, "models", "tokenizers", f"{corpus}.{src}.model"),
+             "tgt_spm": os.path.join(root, "models", "tokenizers", f"{corpus}.{tgt}.model")}
+    for split, stem in splits.items():
+        paths[split] = (os.path.join(data, f"{stem}.{src}"), os.path.join(data, f"{stem}.{tgt}"))
+    return paths
+
+
+def split_names(corpus):
+    """The --split values a corpus offers: val, test and its extra evaluation splits."""
+    return ("val", "test") + EXTRA_SPLITS.get(corpus, ())
 
 
 def read_lines(path):
@@ -48,6 +63,9 @@ def read_lines(path):
 
 def read_split(paths, split, limit=0):
     """-> (source lines, reference lines) of one split, the first `limit` only when limit > 0."""
+    if split not in paths:
+        raise ValueError(f"corpus {paths['data_corpus']} has no split {split!r}; it has "
+                         f"{', '.join(split_names(paths['data_corpus']))}")
     src, ref = (read_lines(p) for p in paths[split])
     if len(src) != len(ref):
         raise ValueError(f"{split} files differ in length: {len(src)} vs {len(ref)}")

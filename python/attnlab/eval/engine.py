@@ -20,6 +20,7 @@ import time
 
 from attnlab.data.pairs import pair_paths, read_split
 from attnlab.eval.bleu import scores_for
+from attnlab.gguf.common import TRAINING_CORPUS_KEY
 from attnlab.gguf.reader import read_gguf_tensors
 from attnlab.paths import CLI, ROOT
 
@@ -56,7 +57,10 @@ def engine_translate(cli, model, lines, beam):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="GGUF file")
-    ap.add_argument("--split", default="test", choices=["val", "test"], help="test = test2016 (Multi30k) / test (cmn)")
+    ap.add_argument("--split", default="test", help="test = test2016 (Multi30k) / test (cmn, broad: Tatoeba); val; "
+                    "or a corpus's extra split (broad: tatoeba-val, newstest2013)")
+    ap.add_argument("--corpus", help="score on this corpus's split (default: the one the model was trained on), "
+                    "e.g. multi30k for a broad model's test2016")
     ap.add_argument("--beam", type=int, default=1, help="1 = greedy")
     ap.add_argument("--limit", type=int, default=0, help="evaluate only the first N lines")
     ap.add_argument("--cli", default=CLI)
@@ -66,7 +70,8 @@ def main(argv=None):
     if not os.path.exists(args.cli):
         raise SystemExit(f"{args.cli} is missing: run scripts/build.sh --only native first")
     pair = model_pair(args.model)
-    paths = pair_paths(pair, args.root)
+    meta, _ = read_gguf_tensors(args.model)
+    paths = pair_paths(pair, args.root, meta.get(TRAINING_CORPUS_KEY), args.corpus)
     src, ref = read_split(paths, args.split, args.limit)
     t0 = time.time()
     hyps = engine_translate(args.cli, args.model, src, args.beam)
@@ -74,8 +79,8 @@ def main(argv=None):
     if args.hyps:
         with open(args.hyps, "w", encoding="utf-8") as f:
             f.write("".join(h + "\n" for h in hyps))
-    result = {"model": args.model, "pair": pair, "split": args.split, "beam": args.beam, "alpha": None,
-              "lines": len(src)}
+    result = {"model": args.model, "pair": pair, "corpus": paths["data_corpus"], "split": args.split,
+              "beam": args.beam, "alpha": None, "lines": len(src)}
     result.update(scores_for(paths["tgt_lang"], hyps, ref))
     result["seconds"] = round(seconds, 1)
     print(json.dumps(result))

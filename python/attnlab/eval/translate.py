@@ -26,7 +26,7 @@ from attnlab.data.pairs import load_tokenizers, pair_paths, read_split
 from attnlab.eval.bleu import scores_for
 from attnlab.eval.search import translate_lines
 from attnlab.gguf import bahdanau, transformer
-from attnlab.gguf.common import is_gguf
+from attnlab.gguf.common import TRAINING_CORPUS_KEY, is_gguf
 from attnlab.gguf.reader import read_gguf
 from attnlab.nn import seq2seq_rnn
 from attnlab.nn import transformer as transformer_nn
@@ -39,6 +39,13 @@ FAMILIES = {bahdanau.ARCH: (bahdanau, seq2seq_rnn), transformer.ARCH: (transform
 def architecture(path):
     """general.architecture of a GGUF file."""
     return next((v for k, _, v in read_gguf(path)[1] if k == "general.architecture"), None)
+
+
+def training_corpus(path):
+    """The corpus a translator was trained on (its tokenizers), or None for its pair's own."""
+    if is_gguf(path):
+        return next((v for k, _, v in read_gguf(path)[1] if k == TRAINING_CORPUS_KEY), None)
+    return torch.load(path, map_location="cpu")["meta"].get("corpus")
 
 
 def load_translator(path):
@@ -65,7 +72,10 @@ def load_translator(path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="checkpoint (.pt) or GGUF file")
-    ap.add_argument("--split", default="test", choices=["val", "test"])
+    ap.add_argument("--split", default="test", help="val, test, or a corpus's extra split (broad: tatoeba-val, "
+                    "newstest2013)")
+    ap.add_argument("--corpus", help="score on this corpus's split (default: the one the model was trained on), "
+                    "e.g. multi30k for a broad model's test2016")
     ap.add_argument("--beam", type=int, default=5, help="1 = greedy")
     ap.add_argument("--alpha", type=float, default=1.0, help="length normalization: score / len^alpha")
     ap.add_argument("--max-len-a", type=float, default=1.5)
@@ -78,7 +88,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     model, family, pair = load_translator(args.model)
-    paths = pair_paths(pair, args.root)
+    paths = pair_paths(pair, args.root, training_corpus(args.model), args.corpus)
     sp_src, sp_tgt = load_tokenizers(paths)
     src, ref = read_split(paths, args.split, args.limit)
     t0 = time.time()
@@ -88,8 +98,8 @@ def main(argv=None):
     if args.hyps:
         with open(args.hyps, "w", encoding="utf-8") as f:
             f.write("".join(h + "\n" for h in hyps))
-    result = {"model": args.model, "pair": pair, "split": args.split, "beam": args.beam, "alpha": args.alpha,
-              "lines": len(src)}
+    result = {"model": args.model, "pair": pair, "corpus": paths["data_corpus"], "split": args.split,
+              "beam": args.beam, "alpha": args.alpha, "lines": len(src)}
     result.update(scores_for(paths["tgt_lang"], hyps, ref))
     result["seconds"] = round(seconds, 1)
     print(json.dumps(result))

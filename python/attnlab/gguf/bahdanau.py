@@ -30,7 +30,7 @@ import os
 
 import torch
 
-from attnlab.gguf.common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,
+from attnlab.gguf.common import (add_model_identity, add_state_dict, add_training_corpus, add_training_metadata, check_export_dtype,
                                  load_translator)
 from attnlab.gguf.tokenizer import add_tokenizer
 from attnlab.gguf.writer import GGUFWriter
@@ -49,6 +49,7 @@ def write(checkpoint, dtype, out, root=ROOT):
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     w = GGUFWriter(out, architecture=ARCH)
     add_model_identity(w, f"bahdanau-{meta['pair']}-{cfg.score}", "translate", meta["src_lang"], meta["tgt_lang"])
+    add_training_corpus(w, meta)
     p = ARCH + "."
     w.add_uint32(p + "source_vocab_size", cfg.src_vocab)
     w.add_uint32(p + "target_vocab_size", cfg.tgt_vocab)

@@ -50,6 +50,16 @@ def add_model_identity(writer, name, task, source_language=None, target_language
         writer.add_string("attnlab.target_language", target_language)
 
 
+TRAINING_CORPUS_KEY = "attnlab.training_corpus"
+
+
+def add_training_corpus(writer, meta):
+    """attnlab.training_corpus (e.g. "broad"), for files trained on another corpus than their pair's own: the
+    evaluators read the tokenizers and the default test set of that corpus. Older files have no key."""
+    if meta.get("corpus"):
+        writer.add_string(TRAINING_CORPUS_KEY, meta["corpus"])
+
+
 def add_training_metadata(writer, state, score_key="attnlab.val_bleu"):
     """The model card's training time and best validation score, from a checkpoint's "state" when it has them
     (a best_bleu of -1 means no validation has run yet, so nothing is written)."""

@@ -26,7 +26,7 @@ import os
 
 import torch
 
-from attnlab.gguf.common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,
+from attnlab.gguf.common import (add_model_identity, add_state_dict, add_training_corpus, add_training_metadata, check_export_dtype,
                                  load_translator)
 from attnlab.gguf.tokenizer import add_tokenizer
 from attnlab.gguf.writer import GGUFWriter
@@ -41,6 +41,7 @@ def build_writer(out, cfg: Config, state_dict, meta, dtype, src_spm, tgt_spm, na
     check_export_dtype(dtype, "dtype")
     w = GGUFWriter(out, architecture=ARCH)
     add_model_identity(w, name or f"transformer-{meta['pair']}", "translate", meta["src_lang"], meta["tgt_lang"])
+    add_training_corpus(w, meta)
     p = ARCH + "."
     for key, value in (("source_vocab_size", cfg.src_vocab), ("target_vocab_size", cfg.tgt_vocab),
                        ("d_model", cfg.d_model), ("heads", cfg.heads), ("encoder_layers", cfg.enc_layers),

@@ -30,6 +30,8 @@ def add_training_options(p, max_tokens, max_len, epochs, patience, log_every):
     p.add_argument("--log-every", type=int, default=log_every)
     p.add_argument("--val-subset", type=int, default=0, help="greedy-validate on the first N lines (0 = all)")
     p.add_argument("--limit-train", type=int, default=0, help="use only the first N training pairs (smoke test)")
+    p.add_argument("--corpus", default=None, help="training corpus and tokenizers (default: the pair's own, e.g. "
+                   "multi30k; broad = Tatoeba + Multi30k)")
     p.add_argument("--keep-epochs", type=int, default=5,
                    help="keep the model of the last N epochs as OUT/epoch-<n>.pt (attnlab.train.average)")
 
@@ -55,7 +57,7 @@ def start_training(args):
 def load_training_data(args):
     """-> (paths, sp_src, sp_tgt, src_ids, tgt_ids, val_src, val_ref) for --pair / --data-root / --limit-train /
     --val-subset / --max-len."""
-    paths = pair_paths(args.pair, args.data_root)
+    paths = pair_paths(args.pair, args.data_root, getattr(args, "corpus", None))
     sp_src, sp_tgt = load_tokenizers(paths)
     train_src, train_tgt = read_split(paths, "train", args.limit_train)
     val_src, val_ref = read_split(paths, "val", args.val_subset)
@@ -65,7 +67,7 @@ def load_training_data(args):
 
 def translation_meta(args, paths, **extra):
     """The checkpoint's "meta": what the exporter and evaluator need besides the weights."""
-    meta = {"pair": args.pair, "src_lang": paths["src_lang"], "tgt_lang": paths["tgt_lang"],
+    meta = {"pair": args.pair, "corpus": paths["corpus"], "src_lang": paths["src_lang"], "tgt_lang": paths["tgt_lang"],
             "src_spm": os.path.relpath(paths["src_spm"], args.data_root),
             "tgt_spm": os.path.relpath(paths["tgt_spm"], args.data_root)}
     meta.update(extra)
