@@ -1,0 +1,117 @@
+#pragma once
+// The speech recognizer: Listen, Attend and Spell with location-aware attention, as trained by
+// nn/listen_attend_spell.py (whose docstring has the equations). One GGUF file ("attnlab.las", written by
+// attnlab.gguf.speech) holds the weights, the sizes and the character table.
+//
+//   input:     MFCCs x [T, 13] at frame_rate (100) frames/s; x ← (x − mean_t x) / feature_scale    (CMN)
+//   listener:  two pyramidal BiGRU layers; each first stacks frame pairs [x_{2t} ; x_{2t+1}] (an odd count drops
+//              the last frame), so the annotations h [S, 2E] come at frame_rate / time_reduction (25) frames/s
+//              s_0 = tanh(W_init [→h_S ; ←h_1] + b_init)                                      [H]
+//   step i:    a_i = location_attend(s_{i-1}, h, a_{i-1})  (a_0 = one-hot on frame 0)  c_i = Σ_j a_ij h_j
+//              s_i = GRU([E[y_{i-1}] ; c_i], s_{i-1})
+//              t_i = tanh(W_t [s_i ; c_i ; E[y_{i-1}]] + b_t)                                 [emb]
+//              logits_i = W_o t_i + b_o                                                         [V] characters
+// The decoder state is (s_i, a_i): the location term reads the previous weights, so beam hypotheses carry both.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attnlab/decode/search.hpp"
+#include "attnlab/nn/linear.hpp"
+#include "attnlab/nn/location_attention.hpp"
+#include "attnlab/nn/rnn.hpp"
+#include "attnlab/tensor.hpp"
+
+namespace attnlab::gguf {
+class File;
+}
+
+namespace attnlab::models {
+
+constexpr int kSpeechListenerLayers = 2;
+// Two halvings leave one annotation only from 4 input frames (40 ms at 100 frames/s).
+constexpr int kMinSpeechFrames = 4;
+// ListenAttendSpell.greedy's output limit: 2 characters per annotation (12.5 ms) plus 10.
+constexpr float kSpeechMaxLengthRatio = 2.0f;
+constexpr int kSpeechMaxLengthExtra = 10;
+
+struct SpeechRecognizerConfig {
+    int feature_size = 0;      // MFCCs per input frame (13)
+    int encoder_hidden = 0;    // E, per direction: annotations are 2E wide
+    int decoder_hidden = 0;    // H
+    int embedding = 0;         // emb
+    int attention_dim = 0;     // A
+    int location_filters = 0;  // K
+    int location_width = 0;    // the location filters' width (odd)
+    int vocab = 0;             // V: the characters, specials included
+    int frame_rate = 0;        // input frames per second (100)
+    int time_reduction = 0;    // input frames per annotation (4: two pair-stacking layers)
+};
+
+struct SpeechRecognizer {
+    SpeechRecognizerConfig config;
+    Vector feature_scale;                                   // [feature_size], divides the mean-normalized MFCCs
+    std::array<nn::BiGRU, kSpeechListenerLayers> listener;  // 2·feature_size -> 2E, then 4E -> 2E
+    nn::Linear init;                                        // [H, 2E]
+    nn::Linear embedding;                                   // [V, emb] as a table (rows are looked up; may be Q8_0)
+    nn::LocationAttentionParams attention;                  // query s [H], keys h_j [2E]
+    nn::GRUCell speller;                                    // input [emb + 2E], hidden H
+    nn::Linear deep_output;                                 // [emb, H + 2E + emb]
+    nn::Linear output;                                      // [V, emb] + b_o [V]
+    std::vector<std::string> characters;                    // [V]: id -> "<pad>", "<unk>", "<s>", "</s>", " ", "'", "a".."z"
+    int pad = -1, unk = -1, bos = -1, eos = -1;             // ids of the special entries (pad/unk: -1 if absent)
+    std::vector<int32_t> never_written;                     // pad, unk, bos: the speller may end but never writes them
+};
+
+// Reads a model written by attnlab.gguf.speech; throws attnlab::Error on a file of another kind or shape.
+SpeechRecognizer load_speech_recognizer(const gguf::File& file);
+
+// Seconds of audio one annotation covers (time_reduction / frame_rate: 0.04): annotation j starts at j times this.
+double annotation_seconds(const SpeechRecognizerConfig& config);
+
+// features [T, feature_size] -> (x − the utterance's mean frame) / feature_scale [T, feature_size]
+Matrix normalize_features(const SpeechRecognizer& model, const Matrix& features);
+// x [T, D] -> [T/2, 2D]: row t is [x_{2t} ; x_{2t+1}]; an odd T drops the last row.
+Matrix stack_frame_pairs(const Matrix& x);
+
+struct SpeechEncoded {
+    Matrix annotations;      // h [S, 2E], S = (T/2)/2
+    nn::LocationKeys keys;   // W_k h_j + b_k [S, A], once per utterance
+    Vector initial_state;    // s_0 [H]
+};
+
+// features [T, feature_size] (raw MFCCs, finite, T >= kMinSpeechFrames) -> annotations, keys, s_0
+SpeechEncoded listen(const SpeechRecognizer& model, const Matrix& features);
+
+// a_0: one-hot on the first annotation [S]
+std::vector<float> first_weights(const SpeechEncoded& encoded);
+
+// One speller step: token y_{i-1}, state s_{i-1} [H], previous weights a_{i-1} [S] -> s_i [H] (may not alias the
+// state), out.logits [V] (raw: nothing banned), out.weights a_i [S], out.scores e_i [S], out.context c_i [2E].
+void speech_step(const SpeechRecognizer& model, const SpeechEncoded& encoded, int32_t token, const float* state,
+                 const float* previous_weights, float* next_state, decode::StepOutput& out);
+
+// Adapts the model and one encoded utterance to decode::search; its logits have the never_written ids at -inf,
+// as ListenAttendSpell.greedy decodes.
+class SpeechDecoder : public decode::Decoder {
+public:
+    SpeechDecoder(const SpeechRecognizer& model, const SpeechEncoded& encoded) : model_(model), encoded_(encoded) {}
+    int bos() const override { return model_.bos; }
+    int eos() const override { return model_.eos; }
+    int source_length() const override { return static_cast<int>(encoded_.annotations.shape()[0]); }
+    decode::StatePtr initial_state() const override;
+    decode::StatePtr step(const decode::DecoderState& state, int32_t token, decode::StepOutput& out) const override;
+
+private:
+    const SpeechRecognizer& model_;
+    const SpeechEncoded& encoded_;
+};
+
+// The search limits ListenAttendSpell.greedy uses (kSpeechMaxLengthRatio, kSpeechMaxLengthExtra) with this beam.
+decode::SearchOptions speech_search_options(int beam = 1);
+
+// ids -> the characters they stand for, joined; special ids are skipped.
+std::string spell(const SpeechRecognizer& model, const std::vector<int32_t>& ids);
+
+}  // namespace attnlab::models

@@ -1,0 +1,408 @@
+// The speech recognizer (Listen, Attend and Spell with location-aware attention) against PyTorch
+// (nn/listen_attend_spell.py): a tiny trained model and what PyTorch computes for it
+// (python/attnlab/golden/speech.py -> tests/fixtures/speech/las{,.q8_0,.expected}.gguf), layer by layer, step by
+// step and through greedy and beam search; the Q8_0 export; and the refusals: files of another kind or shape,
+// features too short or malformed.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <xtensor/xview.hpp>
+
+#include "attnlab/error.hpp"
+#include "attnlab/io/gguf.hpp"
+#include "attnlab/models/speech_recognizer.hpp"
+#include "test_support.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+std::string fixture(const std::string& name) { return test::source_path("tests/fixtures/speech/" + name); }
+
+const gguf::File& expected_file() {
+    static const gguf::File file = gguf::File::open(fixture("las.expected.gguf"));
+    return file;
+}
+
+const models::SpeechRecognizer& f32_model() {
+    static const models::SpeechRecognizer model = models::load_speech_recognizer(gguf::File::open(fixture("las.gguf")));
+    return model;
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in.good());
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string utterance(int i) { return "utterance." + std::to_string(i) + "."; }
+
+Matrix features_of(int i) { return expected_file().load_f32<2>(utterance(i) + "features", {-1, 13}); }
+
+double max_abs_diff(const float* a, const float* b, std::size_t n) {
+    double worst = 0;
+    for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(a[i]) - double(b[i])));
+    return worst;
+}
+
+// Each returned character's weights are a distribution over the annotations.
+void check_rows_are_distributions(const decode::Hypothesis& h, int S) {
+    REQUIRE(h.attention.size() == h.tokens.size());
+    for (const std::vector<float>& row : h.attention) {
+        REQUIRE(int(row.size()) == S);
+        double sum = 0;
+        for (float w : row) {
+            CHECK((w >= 0.0f && w <= 1.0f));
+            sum += w;
+        }
+        CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+    }
+}
+
+// Overwrites the value of the u32 metadata key in a GGUF file's bytes (the key is stored as u64 length + bytes,
+// then the u32 type 4, then the value).
+void patch_u32(std::vector<uint8_t>& bytes, const std::string& key, uint32_t value) {
+    const auto at = std::search(bytes.begin(), bytes.end(), key.begin(), key.end());
+    REQUIRE(at != bytes.end());
+    const std::size_t type_at = std::size_t(at - bytes.begin()) + key.size();
+    uint32_t type = 0;
+    std::memcpy(&type, bytes.data() + type_at, 4);
+    REQUIRE(type == 4);
+    std::memcpy(bytes.data() + type_at + 4, &value, 4);
+}
+
+// Renames a tensor in place (same length, so the file stays valid GGUF without it).
+void rename_tensor(std::vector<uint8_t>& bytes, const std::string& name, const std::string& new_name) {
+    REQUIRE(name.size() == new_name.size());
+    const auto at = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
+    REQUIRE(at != bytes.end());
+    std::copy(new_name.begin(), new_name.end(), at);
+}
+
+}  // namespace
+
+TEST_CASE("speech recognizer: the file's sizes and character table") {
+    const models::SpeechRecognizer& model = f32_model();
+    const models::SpeechRecognizerConfig& c = model.config;
+    CHECK(c.feature_size == 13);
+    CHECK(c.encoder_hidden == 16);
+    CHECK(c.decoder_hidden == 32);
+    CHECK(c.embedding == 32);
+    CHECK(c.attention_dim == 32);
+    CHECK(c.location_filters == 4);
+    CHECK(c.location_width == 7);
+    CHECK(c.vocab == 32);
+    CHECK(c.frame_rate == 100);
+    CHECK(c.time_reduction == 4);
+    CHECK(models::annotation_seconds(c) == doctest::Approx(0.04));
+    REQUIRE(model.characters.size() == 32);
+    CHECK(model.characters[2] == "<s>");
+    CHECK(model.characters[4] == " ");
+    CHECK(model.characters[5] == "'");
+    CHECK(model.characters[31] == "z");
+    CHECK(model.pad == 0);
+    CHECK(model.unk == 1);
+    CHECK(model.bos == 2);
+    CHECK(model.eos == 3);
+    CHECK(model.never_written == std::vector<int32_t>{0, 1, 2});
+    CHECK(models::spell(model, {2, 30, 10, 24, 4, 5, 3}) == "yes '");
+    CHECK_THROWS_AS(models::spell(model, {32}), Error);
+    CHECK_FALSE(model.speller.ih.quantized());
+    const decode::SearchOptions options = models::speech_search_options(3);
+    CHECK(options.beam == 3);
+    CHECK(decode::max_target_length(options, 11) ==
+          int(expected_file().get_f32("expected.max_length_ratio") * 11 + expected_file().get_u32("expected.max_length_extra")));
+}
+
+TEST_CASE("speech recognizer: the listener matches PyTorch layer by layer") {
+    const models::SpeechRecognizer& model = f32_model();
+    const gguf::File& expected = expected_file();
+    const Matrix features = features_of(0);
+    const int T = rows(features), E2 = 2 * model.config.encoder_hidden;
+    REQUIRE(T % 2 == 1);   // the probe drops a frame before the first layer
+
+    const Matrix normalized = models::normalize_features(model, features);
+    const Matrix normalized_expected = expected.load_f32<2>("probe.normalized", {T, 13});
+    const double normalize_error = max_abs_diff(normalized.data(), normalized_expected.data(), normalized.size());
+    const Matrix pairs = models::stack_frame_pairs(normalized);
+    REQUIRE(rows(pairs) == T / 2);
+    CHECK(pairs(1, 13) == normalized(3, 0));
+    const nn::BiGRUOutput layer0 = nn::bigru_forward(model.listener[0], pairs);
+    const Matrix layer0_expected = expected.load_f32<2>("probe.listener0", {T / 2, E2});
+    const double layer0_error = max_abs_diff(layer0.outputs.data(), layer0_expected.data(), layer0_expected.size());
+
+    const models::SpeechEncoded encoded = models::listen(model, features);
+    const int S = T / 2 / 2;
+    const Matrix annotations = expected.load_f32<2>("probe.annotations", {S, E2});
+    REQUIRE(encoded.annotations.shape() == annotations.shape());
+    const double annotation_error = max_abs_diff(encoded.annotations.data(), annotations.data(), annotations.size());
+    const Matrix keys = expected.load_f32<2>("probe.keys", {S, model.config.attention_dim});
+    REQUIRE(encoded.keys.projected.shape() == keys.shape());
+    const double keys_error = max_abs_diff(encoded.keys.projected.data(), keys.data(), keys.size());
+    const std::vector<float> s0 = expected.load_f32_flat("probe.s0");
+    REQUIRE(encoded.initial_state.size() == s0.size());
+    const double s0_error = max_abs_diff(encoded.initial_state.data(), s0.data(), s0.size());
+    MESSAGE("listener max |engine - PyTorch|: CMN " << normalize_error << ", layer 0 " << layer0_error
+                                                    << ", annotations " << annotation_error << ", keys " << keys_error
+                                                    << ", s0 " << s0_error);
+    CHECK(normalize_error < 1e-5);
+    CHECK(layer0_error < 1e-4);
+    CHECK(annotation_error < 1e-4);
+    CHECK(keys_error < 1e-4);
+    CHECK(s0_error < 1e-4);
+}
+
+TEST_CASE("speech recognizer: speller steps match PyTorch (logits, state, weights, scores, context)") {
+    const models::SpeechRecognizer& model = f32_model();
+    const gguf::File& expected = expected_file();
+    const models::SpeechEncoded encoded = models::listen(model, features_of(0));
+    const int S = rows(encoded.annotations), V = model.config.vocab, H = model.config.decoder_hidden;
+    const int E2 = 2 * model.config.encoder_hidden;
+    const std::vector<int32_t> tokens = expected.get_i32_array("probe.tokens");
+    const int steps = int(tokens.size());
+    REQUIRE(steps >= 3);
+    REQUIRE(tokens[0] == model.bos);
+    const Matrix logits = expected.load_f32<2>("probe.logits", {steps, V});
+    const Matrix states = expected.load_f32<2>("probe.states", {steps, H});
+    const Matrix weights = expected.load_f32<2>("probe.weights", {steps, S});
+    const Matrix scores = expected.load_f32<2>("probe.scores", {steps, S});
+    const Matrix context = expected.load_f32<2>("probe.context", {steps, E2});
+
+    // The engine's own recurrence from (s_0, a_0): errors may compound, and must stay small.
+    std::vector<float> state(encoded.initial_state.begin(), encoded.initial_state.end()), next(H);
+    std::vector<float> previous = models::first_weights(encoded);
+    REQUIRE(int(previous.size()) == S);
+    CHECK(previous[0] == 1.0f);
+    double logit_error = 0, state_error = 0, weight_error = 0, score_error = 0, context_error = 0;
+    decode::StepOutput out;
+    for (int i = 0; i < steps; ++i) {
+        CAPTURE(i);
+        models::speech_step(model, encoded, tokens[i], state.data(), previous.data(), next.data(), out);
+        REQUIRE(out.logits.size() == std::size_t(V));
+        REQUIRE(out.weights.size() == std::size_t(S));
+        REQUIRE(out.context.size() == std::size_t(E2));
+        logit_error = std::max(logit_error, max_abs_diff(out.logits.data(), logits.data() + std::size_t(i) * V, V));
+        state_error = std::max(state_error, max_abs_diff(next.data(), states.data() + std::size_t(i) * H, H));
+        weight_error = std::max(weight_error, max_abs_diff(out.weights.data(), weights.data() + std::size_t(i) * S, S));
+        score_error = std::max(score_error, max_abs_diff(out.scores.data(), scores.data() + std::size_t(i) * S, S));
+        context_error = std::max(context_error, max_abs_diff(out.context.data(), context.data() + std::size_t(i) * E2, E2));
+        // Raw logits: the decoder bans pad/unk/bos, the step itself does not.
+        for (float x : out.logits) CHECK(std::isfinite(x));
+        state.swap(next);
+        previous = out.weights;
+    }
+    MESSAGE("speller max |engine - PyTorch| over " << steps << " steps: logits " << logit_error << ", states "
+                                                   << state_error << ", weights " << weight_error << ", scores "
+                                                   << score_error << ", context " << context_error);
+    CHECK(logit_error < 1e-4);
+    CHECK(state_error < 1e-4);
+    CHECK(weight_error < 1e-4);
+    CHECK(score_error < 1e-4);
+    CHECK(context_error < 1e-4);
+
+    // The decoder adapter: the same step, with the never-written ids at -inf and the weights carried.
+    const models::SpeechDecoder decoder(model, encoded);
+    CHECK(decoder.source_length() == S);
+    decode::StepOutput first;
+    const decode::StatePtr after = decoder.step(*decoder.initial_state(), model.bos, first);
+    for (int32_t id : model.never_written) CHECK(first.logits[id] == -std::numeric_limits<float>::infinity());
+    test::check_close(first.logits.data() + 3, logits.data() + 3, V - 3, 1e-4f, 0.0f, "decoder logits");
+    decode::StepOutput second;
+    decoder.step(*after, tokens[1], second);
+    test::check_close(second.weights.data(), weights.data() + S, S, 1e-4f, 0.0f, "second step's weights");
+
+    // A character outside the table is refused, not read out of bounds.
+    CHECK_THROWS_AS(models::speech_step(model, encoded, V, state.data(), previous.data(), next.data(), out), Error);
+    CHECK_THROWS_AS(models::speech_step(model, encoded, -1, state.data(), previous.data(), next.data(), out), Error);
+}
+
+TEST_CASE("speech recognizer: greedy and beam-3 search give PyTorch's characters and attention") {
+    const models::SpeechRecognizer& model = f32_model();
+    const gguf::File& expected = expected_file();
+    const int utterances = int(expected.get_u32("expected.utterances"));
+    REQUIRE(utterances == 8);
+    decode::SearchOptions beam = models::speech_search_options(int(expected.get_u32("expected.beam")));
+    beam.length_penalty = expected.get_f32("expected.alpha");
+    double attention_error = 0, score_error = 0;
+    int distinct_beams = 0;
+    std::vector<std::string> texts;
+    for (int i = 0; i < utterances; ++i) {
+        const std::string p = utterance(i);
+        const std::string transcript = expected.get_string(p + "transcript");
+        CAPTURE(i);
+        CAPTURE(transcript);
+        const models::SpeechEncoded encoded = models::listen(model, features_of(i));
+        const int S = rows(encoded.annotations);
+        const models::SpeechDecoder decoder(model, encoded);
+
+        const decode::Hypothesis greedy = decode::search(decoder, models::speech_search_options());
+        const std::vector<int32_t> greedy_ids = expected.get_i32_array(p + "greedy_ids");
+        REQUIRE(greedy.tokens == greedy_ids);
+        CHECK(greedy.finished);
+        const std::string text = models::spell(model, greedy.tokens);
+        CHECK(text == expected.get_string(p + "greedy_text"));
+        if (!transcript.empty()) CHECK(text == transcript);   // the fixture learned its transcripts
+        texts.push_back(text);
+        const int L = int(greedy.tokens.size());
+        const Matrix attention = expected.load_f32<2>(p + "greedy_attention", {L, S});
+        const Matrix scores = expected.load_f32<2>(p + "greedy_scores", {L, S});
+        check_rows_are_distributions(greedy, S);
+        for (int t = 0; t < L; ++t) {
+            attention_error = std::max(attention_error, max_abs_diff(greedy.attention[t].data(), attention.data() + std::size_t(t) * S, S));
+            score_error = std::max(score_error, max_abs_diff(greedy.scores[t].data(), scores.data() + std::size_t(t) * S, S));
+        }
+
+        const decode::Hypothesis best = decode::search(decoder, beam);
+        CHECK(best.tokens == expected.get_i32_array(p + "beam_ids"));
+        CHECK(models::spell(model, best.tokens) == expected.get_string(p + "beam_text"));
+        check_rows_are_distributions(best, S);
+        distinct_beams += best.tokens != greedy.tokens;
+        for (int32_t id : best.tokens) CHECK((id > model.eos && id < model.config.vocab));
+    }
+    MESSAGE("greedy attention max |engine - PyTorch| " << attention_error << ", scores " << score_error << "; "
+                                                      << distinct_beams << " of " << utterances
+                                                      << " beam outputs differ from greedy");
+    CHECK(attention_error < 1e-4);
+    CHECK(score_error < 1e-4);
+    // The outputs are varied, so equal tokens say something.
+    std::sort(texts.begin(), texts.end());
+    CHECK(std::unique(texts.begin(), texts.end()) - texts.begin() >= 5);
+}
+
+TEST_CASE("speech recognizer: the Q8_0 export loads, transcribes, and keeps the greedy characters where margins allow") {
+    const models::SpeechRecognizer q8 = models::load_speech_recognizer(gguf::File::open(fixture("las.q8_0.gguf")));
+    CHECK(q8.speller.ih.quantized());
+    CHECK(q8.embedding.quantized());
+    CHECK(q8.listener[1].forward.ih.quantized());
+    CHECK_FALSE(q8.listener[0].forward.ih.quantized());   // a 26-wide input row is no whole Q8_0 block: f16
+    const models::SpeechRecognizer& f32 = f32_model();
+    const gguf::File& expected = expected_file();
+    const int utterances = int(expected.get_u32("expected.utterances"));
+    int same = 0, must_agree = 0;
+    double largest_error = 0;
+    for (int i = 0; i < utterances; ++i) {
+        CAPTURE(i);
+        const Matrix features = features_of(i);
+        const models::SpeechEncoded encoded_q8 = models::listen(q8, features), encoded_f32 = models::listen(f32, features);
+        const models::SpeechDecoder quantized(q8, encoded_q8), reference(f32, encoded_f32);
+        const int S = rows(encoded_q8.annotations);
+        for (int beam : {1, 3}) {
+            const decode::Hypothesis h = decode::search(quantized, models::speech_search_options(beam));
+            CHECK(int(h.tokens.size()) <= decode::max_target_length(models::speech_search_options(beam), S));
+            check_rows_are_distributions(h, S);
+        }
+        const std::vector<int32_t> greedy_ids = expected.get_i32_array(utterance(i) + "greedy_ids");
+        const std::vector<int32_t> tokens = decode::search(quantized, models::speech_search_options()).tokens;
+        same += tokens == greedy_ids;
+        // Where the Q8_0 logits stay within half of the f32 top-2 margin on every greedy step, the Q8_0 greedy
+        // output cannot differ (test_support.hpp's greedy_margin). The f32 engine stands in for PyTorch: it
+        // reproduces PyTorch's greedy characters (the test above).
+        const test::GreedyMargin bound = test::greedy_margin(reference, quantized, greedy_ids);
+        CAPTURE(bound.margin);
+        CAPTURE(bound.error);
+        largest_error = std::max(largest_error, bound.error);
+        if (bound.tokens_must_agree()) {
+            ++must_agree;
+            CHECK(tokens == greedy_ids);
+        }
+    }
+    MESSAGE("Q8_0 greedy outputs equal to PyTorch's: " << same << " of " << utterances << " (" << must_agree
+                                                       << " guaranteed by their logit margins; largest logit error "
+                                                       << largest_error << ")");
+    CHECK(largest_error > 0.0);   // the Q8_0 weights are really used
+    // The fixture memorized its transcripts, so its margins are wide: most inputs must be guaranteed (a Q8_0 path
+    // that is wrong, not merely rounded, moves logits by far more than the margins).
+    CHECK(must_agree >= 6);
+    CHECK(same >= must_agree);
+}
+
+TEST_CASE("speech recognizer: files of another kind or shape are refused with a clear message") {
+    // Another model, the expected-output sidecar, a missing file.
+    CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::open(test::source_path("tests/fixtures/rnn/additive.gguf"))),
+                         doctest::Contains("not a speech recognizer"), Error);
+    CHECK_THROWS_WITH_AS(models::load_speech_recognizer(expected_file()), doctest::Contains("attnlab.fixture"), Error);
+    CHECK_THROWS_AS(gguf::File::open(fixture("no-such-file.gguf")), Error);
+
+    const std::vector<uint8_t> bytes = read_bytes(fixture("las.gguf"));
+    REQUIRE_NOTHROW(models::load_speech_recognizer(gguf::File::from_bytes(bytes)));
+    {
+        std::vector<uint8_t> missing = bytes;
+        rename_tensor(missing, "attn.W_f.weight", "attn.W_x.weight");
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(missing)),
+                             doctest::Contains("attn.W_f.weight"), Error);
+    }
+    {
+        std::vector<uint8_t> no_scale = bytes;
+        rename_tensor(no_scale, "feature_scale", "feature_scalf");
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(no_scale)),
+                             doctest::Contains("feature_scale"), Error);
+    }
+    {   // Sizes that disagree with the tensors: refused at the first tensor of the wrong shape.
+        std::vector<uint8_t> wrong = bytes;
+        patch_u32(wrong, "attnlab.las.attention_size", 48);
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
+                             doctest::Contains("attn.W_q.weight"), Error);
+        wrong = bytes;
+        patch_u32(wrong, "attnlab.las.encoder_hidden_size", 32);
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
+                             doctest::Contains("listener.0"), Error);
+        wrong = bytes;
+        patch_u32(wrong, "attnlab.las.location_width", 8);
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)), doctest::Contains("odd"),
+                             Error);
+    }
+    {   // A character table that disagrees with vocab_size, a listener the engine does not have, a zero size.
+        std::vector<uint8_t> wrong = bytes;
+        patch_u32(wrong, "attnlab.las.vocab_size", 31);
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
+                             doctest::Contains("character table"), Error);
+        wrong = bytes;
+        patch_u32(wrong, "attnlab.las.time_reduction", 8);
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
+                             doctest::Contains("reduces time by 8"), Error);
+        wrong = bytes;
+        patch_u32(wrong, "attnlab.las.frame_rate", 0);
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
+                             doctest::Contains("frame_rate"), Error);
+    }
+    // Truncated copies.
+    for (std::size_t keep : {std::size_t(0), std::size_t(100), bytes.size() / 2, bytes.size() - 1}) {
+        CAPTURE(keep);
+        CHECK_THROWS_AS(models::load_speech_recognizer(gguf::File::from_bytes(std::vector<uint8_t>(bytes.begin(), bytes.begin() + keep))),
+                        Error);
+    }
+}
+
+TEST_CASE("speech recognizer: too short or malformed features are refused, and the shortest input transcribes") {
+    const models::SpeechRecognizer& model = f32_model();
+    const Matrix features = features_of(1);
+    for (int frames : {0, 1, 3}) {
+        CAPTURE(frames);
+        const Matrix cut = xt::view(features, xt::range(0, frames), xt::all());
+        CHECK_THROWS_WITH_AS(models::listen(model, cut), doctest::Contains("too short"), Error);
+    }
+    const Matrix shortest = xt::view(features, xt::range(0, models::kMinSpeechFrames), xt::all());
+    const models::SpeechEncoded encoded = models::listen(model, shortest);
+    REQUIRE(rows(encoded.annotations) == 1);
+    const models::SpeechDecoder decoder(model, encoded);
+    const decode::Hypothesis h = decode::search(decoder, models::speech_search_options(3));
+    CHECK(int(h.tokens.size()) <= decode::max_target_length(models::speech_search_options(3), 1));
+    check_rows_are_distributions(h, 1);
+
+    CHECK_THROWS_WITH_AS(models::listen(model, Matrix::from_shape({20, 12})), doctest::Contains("13"), Error);
+    Matrix with_nan = features;
+    with_nan(5, 3) = std::numeric_limits<float>::quiet_NaN();
+    CHECK_THROWS_WITH_AS(models::listen(model, with_nan), doctest::Contains("NaN"), Error);
+    Matrix with_inf = features;
+    with_inf(0, 0) = std::numeric_limits<float>::infinity();
+    CHECK_THROWS_AS(models::listen(model, with_inf), Error);
+}
