@@ -41,6 +41,19 @@ jobs=(
   "luong-general-en-de|-m attnlab.train.rnn --pair en-de --score general $variant"
   "cosine-en-de|-m attnlab.train.rnn --pair en-de --score cosine $variant"
   "additive-small-en-de|-m attnlab.train.rnn --pair en-de --score additive $variant"
+  # Everyday language (issue 19): Tatoeba + Multi30k, the broad tokenizers; the same recipe for the four scores.
+  "transformer-en-de-broad|-m attnlab.train.transformer --pair en-de --corpus broad --dropout 0.2"
+  "transformer-de-en-broad|-m attnlab.train.transformer --pair de-en --corpus broad --dropout 0.2"
+  "bahdanau-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --epochs 12"
+  "bahdanau-de-en-broad|-m attnlab.train.rnn --pair de-en --corpus broad --epochs 12"
+  "luong-dot-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score dot $variant"
+  "luong-general-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score general $variant"
+  "cosine-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score cosine $variant"
+  "additive-small-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score additive $variant"
+  # Speech (issue 21): synthetic speech, the MFCC store, then the recognizer (one BLAS thread: small GRUs).
+  "speech-synth|-m attnlab.data.synthesize_speech --hours 4 --out $ckpt/speech/synth"
+  "speech-features|-m attnlab.data.speech_features --synth $ckpt/speech/synth --out $ckpt/speech/features"
+  "speech-las|-m attnlab.train.speech --features $ckpt/speech/features"
 )
 
 wanted=("$@")
@@ -53,6 +66,8 @@ for job in "${jobs[@]}"; do
   echo "$(date '+%F %T') queue: $name: $command"
   case "$name" in
     features*) nice -n 19 $python $command --threads "$threads" >> "$ckpt/$name.out" 2>&1 ;;
+    speech-synth|speech-features) nice -n 19 $python $command --jobs "$threads" >> "$ckpt/$name.out" 2>&1 ;;
+    speech-las) OPENBLAS_NUM_THREADS=1 nice -n 19 $python $command --threads 1 --out "$ckpt/$name" >> "$ckpt/$name.out" 2>&1 ;;
     *) nice -n 19 $python $command --threads "$threads" --out "$ckpt/$name" >> "$ckpt/$name.out" 2>&1 ;;
   esac
   echo "$(date '+%F %T') queue: $name exited with $?"
