@@ -10,6 +10,8 @@ engine runs. Each kind's keys and tensors are its schema module's docstring (att
     python3 -m attnlab.export caption --checkpoint /work/ckpt/captioner/best.pt [--member CKPT ...] --dtype q8_0 \\
         --out models/weights/captioner.q8_0.gguf
     python3 -m attnlab.export mobilenet --dtype f16 --out build/mobilenet/mobilenet_v2.f16.gguf
+    python3 -m attnlab.export speech --checkpoint /work/ckpt/speech-las/best.pt --dtype q8_0 \\
+        --out models/weights/speech-las.q8_0.gguf
 
 --dtype: f32, f16 or q8_0 (q8_0 falls back to f16 where a row is not a multiple of 32 values; 1-D tensors are f32).
 """
@@ -18,7 +20,7 @@ import os
 
 import torch
 
-from attnlab.gguf import bahdanau, captioner, mobilenet, transformer
+from attnlab.gguf import bahdanau, captioner, mobilenet, speech, transformer
 from attnlab.gguf.common import EXPORT_DTYPES
 from attnlab.paths import ROOT
 
@@ -50,6 +52,10 @@ def export_mobilenet(args):
     print(f"wrote {args.out} ({os.path.getsize(args.out) / 1e6:.1f} MB)")
 
 
+def export_speech(args):
+    report_written(args.out, speech.write(args.checkpoint, args.dtype, args.out))
+
+
 def parser():
     ap = argparse.ArgumentParser(prog="python3 -m attnlab.export", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -71,6 +77,9 @@ def parser():
                             ("translator", "either translator, as its checkpoint says", export_translator)):
         p = kind(name, help, run, "a trainer's best.pt / last.pt / epoch-<n>.pt, or an averaged checkpoint")
         p.add_argument("--root", default=ROOT, help="repository root the tokenizer paths are relative to")
+
+    kind("speech", "a Listen, Attend and Spell recognizer (attnlab.gguf.speech)", export_speech,
+         "an attnlab.train.speech checkpoint (best.pt, last.pt or epoch-<n>.pt)")
 
     p = kind("caption", "a Show-Attend-Tell captioner with its encoder (attnlab.gguf.captioner)", export_caption,
              "a attnlab.train.caption checkpoint, or an exported single-decoder captioner GGUF file")
