@@ -24,6 +24,19 @@ EngineInfo engine_info() {
     return EngineInfo{ATTNLAB_VERSION, kernels::simd_name(), is_wasm};
 }
 
+Limits limits() {
+    Limits l;
+    l.max_beam = decode::kMaxBeam;
+    l.max_text_bytes = kMaxTextBytes;
+    l.max_source_tokens = kMaxSourceTokens;
+    l.max_translation_length = kMaxTranslationLength;
+    l.max_caption_length = models::kMaxCaptionLength;
+    l.min_no_repeat_ngram = decode::kMinNoRepeatNgram;
+    l.max_no_repeat_ngram = decode::kMaxNoRepeatNgram;
+    l.max_image_side = image::kMaxImageSide;
+    return l;
+}
+
 struct Model::Impl {
     gguf::File file;
     std::string architecture;
@@ -100,6 +113,9 @@ AttentionTensor to_attention_tensor(const Tensor4& t) {
 std::vector<int32_t> encode_source(const text::Tokenizer& tokenizer, const std::string& text, bool add_eos, int eos) {
     // Identity normalization strips only U+0020, so a line of tabs or line breaks would otherwise be
     // "translated" from its byte pieces.
+    check(text.size() <= static_cast<std::size_t>(kMaxTextBytes),
+          "the input is too long: " + std::to_string(text.size()) + " bytes, at most " + std::to_string(kMaxTextBytes) +
+              " are accepted");
     check(text.find_first_not_of(" \t\n\r\f\v") != std::string::npos, "nothing to translate: the input is empty");
     std::vector<int32_t> ids = tokenizer.encode(text);
     check(!ids.empty(), "nothing to translate: the input is empty");
@@ -111,7 +127,9 @@ std::vector<int32_t> encode_source(const text::Tokenizer& tokenizer, const std::
 }
 
 decode::SearchOptions search_options(const TranslateOptions& options) {
-    check(options.max_length >= 0, "maxLength must not be negative");
+    check(options.max_length >= 0 && options.max_length <= kMaxTranslationLength,
+          "maxLength must be between 0 (automatic) and " + std::to_string(kMaxTranslationLength) + ", got " +
+              std::to_string(options.max_length));
     decode::SearchOptions search;
     search.beam = options.beam;
     search.length_penalty = options.length_penalty;

@@ -75,6 +75,26 @@ struct Caption {
 // Largest accepted input, in source tokens: longer inputs are rejected with a message instead of slowing to a
 // crawl (attention is quadratic in the length).
 constexpr int kMaxSourceTokens = 400;
+// Largest accepted input text, in UTF-8 bytes, checked before tokenizing: far more than kMaxSourceTokens pieces
+// take, so only text that would be refused anyway is refused without being tokenized.
+constexpr int kMaxTextBytes = 16384;
+// Largest TranslateOptions::max_length.
+constexpr int kMaxTranslationLength = 1000;
+
+// Everything the engine refuses beyond a size, in one place, so that front ends check against the engine's own
+// numbers (the JS module's engineInfo().limits, `attnlab version --json`) instead of copies.
+struct Limits {
+    int max_beam;                // beam: 1..max_beam (translate and caption)
+    int max_text_bytes;          // translate(): the text, in UTF-8 bytes
+    int max_source_tokens;       // translate(): the tokenized text, </s> included
+    int max_translation_length;  // TranslateOptions::max_length: 0 (automatic)..max_translation_length
+    int max_caption_length;      // CaptionOptions::max_length: 0 (the model's)..max_caption_length
+    int min_no_repeat_ngram;     // CaptionOptions::no_repeat_ngram: -1 (the model's), 0 (off) or
+    int max_no_repeat_ngram;     //   min_no_repeat_ngram..max_no_repeat_ngram
+    int max_image_side;          // caption(): width and height 1..max_image_side pixels
+};
+
+Limits limits();
 
 // A loaded model file. Cheap to copy (shared, immutable); safe to use from one thread at a time.
 class Model {

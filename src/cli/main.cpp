@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnlab/attnlab.hpp"
@@ -24,7 +25,8 @@ using attnlab::cli::json_strings;
 constexpr const char* kUsage =
     "usage: attnlab <command> [options]\n"
     "commands:\n"
-    "  version                                   engine version and SIMD instruction set\n"
+    "  version [--json]                          engine version and SIMD instruction set; --json adds\n"
+    "                                            the limits the engine enforces (beam, lengths, image size)\n"
     "  info --model FILE                         the model's metadata\n"
     "  translate --model FILE [--beam N] [--max-length N] [--json] [TEXT...]\n"
     "                                            translate TEXT, or each line of stdin when no TEXT is given;\n"
@@ -70,9 +72,35 @@ Arguments parse(const std::vector<std::string>& args) {
     return out;
 }
 
-int run_version() {
+// {"version","simd","wasm","limits":{...}}: the limits under the names of attnlab::Limits.
+std::string version_json(const attnlab::EngineInfo& info, const attnlab::Limits& l) {
+    const std::pair<const char*, int> limits[] = {
+        {"max_beam", l.max_beam},
+        {"max_text_bytes", l.max_text_bytes},
+        {"max_source_tokens", l.max_source_tokens},
+        {"max_translation_length", l.max_translation_length},
+        {"max_caption_length", l.max_caption_length},
+        {"min_no_repeat_ngram", l.min_no_repeat_ngram},
+        {"max_no_repeat_ngram", l.max_no_repeat_ngram},
+        {"max_image_side", l.max_image_side},
+    };
+    std::string out = "{\"version\":" + json_string(info.version) + ",\"simd\":" + json_string(info.simd) +
+                      ",\"wasm\":" + (info.wasm ? "true" : "false") + ",\"limits\":{";
+    bool first = true;
+    for (const auto& [name, value] : limits) {
+        out += std::string(first ? "" : ",") + "\"" + name + "\":" + std::to_string(value);
+        first = false;
+    }
+    return out + "}}";
+}
+
+int run_version(const Arguments& args) {
+    attnlab::check(args.words.empty(), "version takes no arguments (only --json)");
     const attnlab::EngineInfo info = attnlab::engine_info();
-    std::printf("attnlab %s (%s)\n", info.version.c_str(), info.simd.c_str());
+    if (args.json)
+        std::printf("%s\n", version_json(info, attnlab::limits()).c_str());
+    else
+        std::printf("attnlab %s (%s)\n", info.version.c_str(), info.simd.c_str());
     return 0;
 }
 
@@ -222,8 +250,8 @@ int main(int argc, char** argv) {
     }
     try {
         const std::string& command = args[0];
-        if (command == "version" || command == "--version") return run_version();
         const Arguments parsed = parse(args);
+        if (command == "version" || command == "--version") return run_version(parsed);
         if (command == "info") return run_info(parsed);
         if (command == "translate") return run_translate(parsed);
         if (command == "caption") return run_caption(parsed);

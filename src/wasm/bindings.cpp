@@ -12,7 +12,6 @@
 
 #include "attnlab/attnlab.hpp"
 #include "attnlab/error.hpp"
-#include "attnlab/image/preprocess.hpp"
 
 using namespace emscripten;
 
@@ -45,6 +44,17 @@ val engine_info_js() {
     out.set("version", info.version);
     out.set("simd", info.simd);
     out.set("wasm", info.wasm);
+    const attnlab::Limits l = attnlab::limits();
+    val limits = val::object();
+    limits.set("maxBeam", l.max_beam);
+    limits.set("maxTextBytes", l.max_text_bytes);
+    limits.set("maxSourceTokens", l.max_source_tokens);
+    limits.set("maxTranslationLength", l.max_translation_length);
+    limits.set("maxCaptionLength", l.max_caption_length);
+    limits.set("minNoRepeatNgram", l.min_no_repeat_ngram);
+    limits.set("maxNoRepeatNgram", l.max_no_repeat_ngram);
+    limits.set("maxImageSide", l.max_image_side);
+    out.set("limits", limits);
     return out;
 }
 
@@ -152,9 +162,9 @@ public:
             attnlab::check(rgba.instanceof(val::global("Uint8Array")) || rgba.instanceof(val::global("Uint8ClampedArray")),
                            "the image pixels must be a Uint8Array or Uint8ClampedArray");
             // Sides first, so width · height · 4 cannot overflow wasm's 32-bit size_t.
-            attnlab::check(width > 0 && height > 0 && width <= attnlab::image::kMaxImageSide &&
-                               height <= attnlab::image::kMaxImageSide,
-                           "the image must be 1 to " + std::to_string(attnlab::image::kMaxImageSide) +
+            const int max_side = attnlab::limits().max_image_side;
+            attnlab::check(width > 0 && height > 0 && width <= max_side && height <= max_side,
+                           "the image must be 1 to " + std::to_string(max_side) +
                                " pixels a side, got " + std::to_string(width) + " × " + std::to_string(height));
             const std::size_t bytes = static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 4;
             const double length = rgba["length"].as<double>();

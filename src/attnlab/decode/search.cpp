@@ -12,8 +12,6 @@ namespace attnlab::decode {
 
 namespace {
 
-constexpr int kMaxBeam = 64;
-
 void validate(const SearchOptions& options) {
     check(options.beam >= 1 && options.beam <= kMaxBeam,
           "beam width must be between 1 and " + std::to_string(kMaxBeam) + ", got " + std::to_string(options.beam));

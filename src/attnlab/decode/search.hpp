@@ -32,6 +32,8 @@ public:
     virtual StatePtr step(const DecoderState& state, int32_t token, StepOutput& out) const = 0;
 };
 
+constexpr int kMaxBeam = 64;           // the widest SearchOptions::beam
+constexpr int kMinNoRepeatNgram = 2;  // the shortest n-gram a caller may ban: 1 would ban every repeated token
 constexpr int kMaxNoRepeatNgram = 8;  // the longest n-gram SearchOptions::no_repeat_ngram may name
 
 struct SearchOptions {

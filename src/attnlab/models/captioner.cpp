@@ -16,11 +16,10 @@ namespace attnlab::models {
 namespace {
 
 constexpr const char* kArchitecture = "attnlab.captioner";
-constexpr int kMaxCaptionLength = 200;
 constexpr int kMaxEnsembleSize = 8;
 
 // A file's or a caller's n-gram size: 0 (off) or 2..kMaxNoRepeatNgram (1 would ban every repeated token).
-bool valid_no_repeat_ngram(int n) { return n == 0 || (n >= 2 && n <= decode::kMaxNoRepeatNgram); }
+bool valid_no_repeat_ngram(int n) { return n == 0 || (n >= decode::kMinNoRepeatNgram && n <= decode::kMaxNoRepeatNgram); }
 
 struct CaptionState : decode::DecoderState {
     std::vector<Vector> h, c;  // per member [H]

@@ -27,6 +27,8 @@ class File;
 
 namespace attnlab::models {
 
+constexpr int kMaxCaptionLength = 200;  // the longest caption a file or a caller may ask for, in tokens
+
 struct CaptionerConfig {
     int vocab = 0;           // V
     int feature_size = 0;    // C
