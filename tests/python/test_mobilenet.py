@@ -57,17 +57,30 @@ class Padding(unittest.TestCase):
 
 
 class Resize(unittest.TestCase):
-    def test_matches_torch_bilinear_half_pixel(self):
+    def test_matches_torch_antialiased_bilinear_half_pixel(self):
         rng = np.random.default_rng(0)
-        for h, w in [(300, 451), (37, 23), (500, 224), (224, 224), (100, 100)]:
+        # Shrinking (both axes, one axis, 1600x1200 -> 224), growing, mixed, and the identity.
+        for h, w in [(300, 451), (37, 23), (500, 224), (224, 224), (100, 100), (1200, 1600), (100, 500)]:
             image = rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
             ours = mnv2.resize_bilinear(image)
             theirs = F.interpolate(torch.from_numpy(image.astype(np.float32)).permute(2, 0, 1)[None], size=(224, 224),
-                                   mode="bilinear", align_corners=False, antialias=False)[0].permute(1, 2, 0).numpy()
-            # Same method; torch rounds the source coordinate (up to ~450, float32 ulp 3e-5) differently, which
-            # moves an interpolated value by up to 255 * 3e-5 ~ 0.008 of a pixel level. A different method (align
-            # corners, pixel centres, antialias) would differ by whole levels.
+                                   mode="bilinear", align_corners=False, antialias=True)[0].permute(1, 2, 0).numpy()
+            # Same method (torch's antialiased bilinear is plain half-pixel bilinear where an axis grows); torch
+            # rounds coordinates and weights differently in float32, which moves a value by ~1e-4 of a pixel
+            # level. A different method (no antialias, align corners, pixel centres) would differ by whole levels.
             np.testing.assert_allclose(ours, theirs, atol=1e-2, err_msg=f"{h}x{w}")
+            if max(h, w) > 224 and (h, w) != (500, 224):
+                plain = F.interpolate(torch.from_numpy(image.astype(np.float32)).permute(2, 0, 1)[None], size=(224, 224),
+                                      mode="bilinear", align_corners=False, antialias=False)[0].permute(1, 2, 0).numpy()
+                self.assertGreater(float(np.abs(ours - plain).max()), 1.0, f"{h}x{w}: antialiasing changes a shrink")
+
+    def test_identity_at_224_and_no_aliasing(self):
+        image = np.random.default_rng(1).integers(0, 256, size=(224, 224, 3), dtype=np.uint8)
+        np.testing.assert_array_equal(mnv2.resize_bilinear(image), image.astype(np.float32))
+        y, x = np.mgrid[0:480, 0:640]
+        board = np.repeat((((x + y) % 2) * 255).astype(np.uint8)[:, :, None], 3, axis=2)
+        resized = mnv2.resize_bilinear(board)
+        self.assertLess(float(np.abs(resized - 127.5).max()), 2.0, "a one-pixel checkerboard shrinks to grey")
 
     def test_normalization_and_alpha(self):
         image = np.zeros((224, 224, 4), np.uint8)

@@ -130,7 +130,7 @@ def load_mobilenet_v2(path=None):
 
 
 # --- preprocessing ---------------------------------------------------------------------------------
-def _axis_weights(in_size, out_size):
+def _bilinear_axis(in_size, out_size):
     """Half-pixel bilinear sampling along one axis: (i0, i1, frac) per output index, float32 like the C++."""
     scale = np.float32(in_size) / np.float32(out_size)
     src = (np.arange(out_size, dtype=np.float32) + np.float32(0.5)) * scale - np.float32(0.5)
@@ -140,19 +140,56 @@ def _axis_weights(in_size, out_size):
     return i0, i1, (src - i0.astype(np.float32)).astype(np.float32)
 
 
+def _antialias_axis(in_size, out_size):
+    """Triangle filter of radius in/out source pixels (antialiased bilinear, as PyTorch's antialias=True and PIL):
+    (index [out, taps], weight [out, taps]) float32 like the C++; taps past an output's window have weight 0."""
+    scale = np.float32(in_size) / np.float32(out_size)
+    support = scale
+    taps = int(np.ceil(support)) * 2 + 1
+    center = (np.arange(out_size, dtype=np.float32) + np.float32(0.5)) * scale
+    lo = np.maximum((center - support + np.float32(0.5)).astype(np.int64), 0)
+    hi = np.minimum((center + support + np.float32(0.5)).astype(np.int64), in_size)
+    count = np.minimum(hi - lo, taps)
+    k = np.arange(taps)
+    index = lo[:, None] + k[None, :]
+    inside = k[None, :] < count[:, None]
+    distance = np.abs((index.astype(np.float32) + np.float32(0.5) - center[:, None]) / scale)
+    weight = np.where(inside, np.maximum(np.float32(0), np.float32(1) - distance), np.float32(0)).astype(np.float32)
+    total = np.zeros(out_size, np.float32)
+    for t in range(taps):  # summed in tap order, as the C++ does
+        total = total + weight[:, t]
+    weight = (weight / total[:, None]).astype(np.float32)
+    return np.minimum(index, in_size - 1), weight
+
+
+def _resize_axis(pixels, axis, out_size):
+    """float32 pixels resized along axis 0 or 1: antialiased when it shrinks, bilinear otherwise."""
+    in_size = pixels.shape[axis]
+    take = (lambda idx: pixels[idx]) if axis == 0 else (lambda idx: pixels[:, idx])
+    if in_size <= out_size:
+        i0, i1, frac = _bilinear_axis(in_size, out_size)
+        frac = frac[:, None, None] if axis == 0 else frac[None, :, None]
+        a, b = take(i0), take(i1)
+        return (a + (b - a) * frac).astype(np.float32)
+    index, weight = _antialias_axis(in_size, out_size)
+    shape = (out_size,) + pixels.shape[1:] if axis == 0 else (pixels.shape[0], out_size) + pixels.shape[2:]
+    out = np.zeros(shape, np.float32)
+    for t in range(index.shape[1]):  # one product and one sum per tap, in tap order, as the C++ does
+        w = weight[:, t][:, None, None] if axis == 0 else weight[:, t][None, :, None]
+        out = out + w * take(index[:, t])
+    return out
+
+
 def resize_bilinear(image, size=INPUT_SIZE):
-    """uint8 [H, W, C] -> float32 [size, size, C] pixel values (not normalized). Identity when H = W = size."""
+    """uint8 [H, W, C] -> float32 [size, size, C] pixel values (not normalized), the engine's resize
+    (src/attnlab/image/preprocess.hpp): per axis antialiased bilinear when it shrinks, half-pixel bilinear when it
+    grows; rows first, then columns. Identity when H = W = size."""
     image = np.asarray(image)
     h, w = image.shape[:2]
     pixels = image.astype(np.float32)
     if (h, w) == (size, size):
         return pixels
-    y0, y1, fy = _axis_weights(h, size)
-    x0, x1, fx = _axis_weights(w, size)
-    fx, fy = fx[None, :, None], fy[:, None, None]
-    top = pixels[y0][:, x0] + (pixels[y0][:, x1] - pixels[y0][:, x0]) * fx
-    bottom = pixels[y1][:, x0] + (pixels[y1][:, x1] - pixels[y1][:, x0]) * fx
-    return (top + (bottom - top) * fy).astype(np.float32)
+    return _resize_axis(_resize_axis(pixels, 1, size), 0, size)
 
 
 def preprocess(image):

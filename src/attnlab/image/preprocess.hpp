@@ -1,8 +1,13 @@
 #pragma once
-// Image preprocessing for the MobileNetV2 encoder, identical to models/mobilenet_v2.py's preprocess():
-//   RGBA bytes (alpha ignored) of any size -> 224x224 bilinear resize with half-pixel centers
-//   (src = (dst + 0.5) * in / out - 0.5, clamped to [0, in - 1]; no antialiasing), on float pixel values in float32
-//   -> x = pixel / 127.5 - 1, NHWC [224, 224, 3]. An image that is already 224x224 is copied unchanged.
+// Image preprocessing for the MobileNetV2 encoder, identical to mobilenet_v2.py's preprocess() on the Python side:
+//   RGBA bytes (alpha ignored) of any size -> 224x224 resize, separable, on float pixel values in float32
+//     - an axis that shrinks: antialiased bilinear (a triangle filter whose support widens with the scale, as
+//       PIL's and PyTorch's antialias=True: output o averages the source pixels i whose centres lie within
+//       `scale` pixels of (o + 0.5) * scale, weighted by 1 - distance / scale and normalized), so detail finer
+//       than the output grid averages out instead of aliasing;
+//     - an axis that grows or keeps its size: bilinear with half-pixel centres (src = (dst + 0.5) * in / out -
+//       0.5, clamped to [0, in - 1]); an image that is already 224x224 is copied unchanged;
+//   -> x = pixel / 127.5 - 1, NHWC [224, 224, 3].
 #include <cstddef>
 #include <cstdint>
 
