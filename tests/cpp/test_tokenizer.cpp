@@ -150,7 +150,7 @@ std::string from_hex(const std::string& hex) {
 // Seeded random strings (python/attnlab/golden/tokenizer_random.py): each through encode, decode and encode
 // again on both sides, and the invalid bytes a repaired line came from refused.
 TEST_CASE("tokenizer: random Unicode (mixed scripts, emoji, combining marks, repaired bytes) round-trips as in sentencepiece") {
-    for (const char* name : {"multi30k.en", "multi30k.de", "cmn.en", "cmn.zh", "flickr8k.en"}) {
+    for (const std::string name : {"multi30k.en", "multi30k.de", "cmn.en", "cmn.zh", "flickr8k.en"}) {
         CAPTURE(name);
         const std::string path = golden_dir() + "/tokenizer_random/" + name + ".tsv";
         std::ifstream in(path, std::ios::binary);
