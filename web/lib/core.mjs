@@ -3,11 +3,34 @@
 import { loadEngine } from './engine.mjs';
 import { checkPixels } from './image.mjs';
 
-export const MAX_BEAM = 64;
-export const MAX_LENGTH = 1000;
-export const MAX_CAPTION_LENGTH = 200;  // the engine's limit (kMaxCaptionLength)
-export const MAX_NO_REPEAT_NGRAM = 8;  // the engine's limit (captioner.cpp, decode/search.cpp)
 export const TASKS = ['translate', 'caption'];
+
+const LIMIT_NAMES = ['maxBeam', 'maxTextBytes', 'maxSourceTokens', 'maxTranslationLength', 'maxCaptionLength',
+                     'minNoRepeatNgram', 'maxNoRepeatNgram', 'maxImageSide'];
+
+/** The engine's own limits (attnlab::limits(), through engineInfo()), checked for shape once per engine. */
+export function engineLimits(engine) {
+  const limits = engine.engineInfo().limits;
+  for (const name of LIMIT_NAMES) {
+    if (!Number.isInteger(limits?.[name])) throw new Error(`attnlab: the engine reports no limit ${name}: web/dist is out of date`);
+  }
+  return Object.freeze({ ...limits });
+}
+
+function requireLimits(limits) {
+  if (limits === null || typeof limits !== 'object') throw new Error('attnlab: the engine limits are missing');
+  return limits;
+}
+
+// The UTF-8 length of a string without lone surrogates (each half of a pair is 2 of the pair's 4 bytes).
+function utf8Length(text) {
+  let bytes = 0;
+  for (let i = 0; i < text.length; ++i) {
+    const unit = text.charCodeAt(i);
+    bytes += unit < 0x80 ? 1 : unit < 0x800 || (unit >= 0xd800 && unit <= 0xdfff) ? 2 : 3;
+  }
+  return bytes;
+}
 
 function engineError(error) {
   if (error instanceof Error) return error;
@@ -17,8 +40,12 @@ function engineError(error) {
 // A high surrogate not followed by a low one, or a low one not preceded by a high one.
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** Checks translate()'s arguments; returns { beam, maxLength } with defaults filled in. */
-export function validateTranslate(text, options = {}) {
+/**
+ * Checks translate()'s arguments against the engine's limits (engineLimits()); returns { beam, maxLength } with
+ * defaults filled in.
+ */
+export function validateTranslate(text, options = {}, limits) {
+  const { maxBeam, maxTextBytes, maxTranslationLength } = requireLimits(limits);
   if (typeof text !== 'string') throw new Error('attnlab: translate() needs the text as a string');
   if (text.trim() === '') throw new Error('attnlab: the text to translate is empty');
   // Refused rather than replaced by U+FFFD: embind's UTF-8 conversion would silently merge a lone high surrogate
@@ -28,33 +55,38 @@ export function validateTranslate(text, options = {}) {
     const unit = lone[0].charCodeAt(0).toString(16).toUpperCase();
     throw new Error(`attnlab: the text has an unpaired UTF-16 surrogate (U+${unit}) at index ${lone.index}; it is not valid Unicode`);
   }
+  const bytes = utf8Length(text);
+  if (bytes > maxTextBytes) {
+    throw new Error(`attnlab: the text is too long: ${bytes} bytes of UTF-8, at most ${maxTextBytes} are accepted`);
+  }
   if (options === null || typeof options !== 'object') throw new Error('attnlab: translate() options must be an object');
   const { beam = 1, maxLength = 0 } = options;
-  if (!Number.isInteger(beam) || beam < 1 || beam > MAX_BEAM) {
-    throw new Error(`attnlab: beam must be an integer from 1 to ${MAX_BEAM}, got ${beam}`);
+  if (!Number.isInteger(beam) || beam < 1 || beam > maxBeam) {
+    throw new Error(`attnlab: beam must be an integer from 1 to ${maxBeam}, got ${beam}`);
   }
-  if (!Number.isInteger(maxLength) || maxLength < 0 || maxLength > MAX_LENGTH) {
-    throw new Error(`attnlab: maxLength must be an integer from 0 (automatic) to ${MAX_LENGTH}, got ${maxLength}`);
+  if (!Number.isInteger(maxLength) || maxLength < 0 || maxLength > maxTranslationLength) {
+    throw new Error(`attnlab: maxLength must be an integer from 0 (automatic) to ${maxTranslationLength}, got ${maxLength}`);
   }
   return { beam, maxLength };
 }
 
 /**
- * Checks caption()'s options; returns { beam, maxLength, noRepeatNgram } with defaults filled in (maxLength 0 and
- * noRepeatNgram -1: the model's).
+ * Checks caption()'s options against the engine's limits (engineLimits()); returns { beam, maxLength,
+ * noRepeatNgram } with defaults filled in (maxLength 0 and noRepeatNgram -1: the model's).
  */
-export function validateCaptionOptions(options = {}) {
+export function validateCaptionOptions(options = {}, limits) {
+  const { maxBeam, maxCaptionLength, minNoRepeatNgram, maxNoRepeatNgram } = requireLimits(limits);
   if (options === null || typeof options !== 'object') throw new Error('attnlab: caption() options must be an object');
   const { beam = 1, maxLength = 0, noRepeatNgram = -1 } = options;
-  if (!Number.isInteger(beam) || beam < 1 || beam > MAX_BEAM) {
-    throw new Error(`attnlab: beam must be an integer from 1 to ${MAX_BEAM}, got ${beam}`);
+  if (!Number.isInteger(beam) || beam < 1 || beam > maxBeam) {
+    throw new Error(`attnlab: beam must be an integer from 1 to ${maxBeam}, got ${beam}`);
   }
-  if (!Number.isInteger(maxLength) || maxLength < 0 || maxLength > MAX_CAPTION_LENGTH) {
-    throw new Error(`attnlab: maxLength must be an integer from 0 (the model's default) to ${MAX_CAPTION_LENGTH}, got ${maxLength}`);
+  if (!Number.isInteger(maxLength) || maxLength < 0 || maxLength > maxCaptionLength) {
+    throw new Error(`attnlab: maxLength must be an integer from 0 (the model's default) to ${maxCaptionLength}, got ${maxLength}`);
   }
   if (!Number.isInteger(noRepeatNgram) || !(noRepeatNgram === -1 || noRepeatNgram === 0 ||
-                                            (noRepeatNgram >= 2 && noRepeatNgram <= MAX_NO_REPEAT_NGRAM))) {
-    throw new Error(`attnlab: noRepeatNgram must be -1 (the model's default), 0 (off) or an integer from 2 to ${MAX_NO_REPEAT_NGRAM}, got ${noRepeatNgram}`);
+                                            (noRepeatNgram >= minNoRepeatNgram && noRepeatNgram <= maxNoRepeatNgram))) {
+    throw new Error(`attnlab: noRepeatNgram must be -1 (the model's default), 0 (off) or an integer from ${minNoRepeatNgram} to ${maxNoRepeatNgram}, got ${noRepeatNgram}`);
   }
   return { beam, maxLength, noRepeatNgram };
 }
@@ -75,11 +107,12 @@ export function asBytes(bytes) {
 }
 
 /**
- * Creates an engine model from GGUF bytes. Returns { info, translate(text, options), caption(pixels, options),
- * dispose() }, all synchronous; engine errors are thrown as Errors with the engine's message.
+ * Creates an engine model from GGUF bytes. Returns { info, limits, translate(text, options), caption(pixels,
+ * options), dispose() }, all synchronous; engine errors are thrown as Errors with the engine's message.
  */
 export async function createEngineModel(bytes, { wasmBinary } = {}) {
   const engine = await loadEngine(wasmBinary ? { wasmBinary } : undefined);
+  const limits = engineLimits(engine);
   const data = asBytes(bytes);
   if (data.length === 0) throw new Error('attnlab: the model file is empty');
   let model;
@@ -104,9 +137,10 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
   }
   return {
     info,
+    limits,
     translate(text, options) {
       if (info.task !== 'translate') throw new Error(wrongTask(info, 'translate'));
-      const { beam, maxLength } = validateTranslate(text, options);
+      const { beam, maxLength } = validateTranslate(text, options, limits);
       try {
         return model.translate(text, beam, maxLength);
       } catch (error) {
@@ -116,7 +150,7 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
     // pixels: { data: Uint8Array | Uint8ClampedArray (RGBA), width, height }
     caption(pixels, options) {
       if (info.task !== 'caption') throw new Error(wrongTask(info, 'caption'));
-      const { beam, maxLength, noRepeatNgram } = validateCaptionOptions(options);
+      const { beam, maxLength, noRepeatNgram } = validateCaptionOptions(options, limits);
       const { data, width, height } = checkPixels(pixels);
       try {
         return model.caption(data, width, height, beam, maxLength, noRepeatNgram);

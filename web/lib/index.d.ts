@@ -5,6 +5,27 @@ export interface EngineInfo {
   simd: string;
   /** True in the WebAssembly build. */
   wasm: boolean;
+  /** What the engine enforces: options and inputs beyond these are refused with a message. */
+  limits: EngineLimits;
+}
+
+/** The engine's limits (attnlab::limits() in C++, `attnlab version --json` on the command line). */
+export interface EngineLimits {
+  /** Widest beam, for translate() and caption() (64). */
+  maxBeam: number;
+  /** Longest text translate() takes, in UTF-8 bytes (16384). */
+  maxTextBytes: number;
+  /** Most source tokens a translation model reads, its end-of-sentence token included (400). */
+  maxSourceTokens: number;
+  /** Largest translate() maxLength (1000). */
+  maxTranslationLength: number;
+  /** Largest caption() maxLength (200). */
+  maxCaptionLength: number;
+  /** Shortest and longest n-gram caption() noRepeatNgram may name (2 and 8; 0 is off, -1 the model's own). */
+  minNoRepeatNgram: number;
+  maxNoRepeatNgram: number;
+  /** Largest width and height caption() takes, in pixels (8192). */
+  maxImageSide: number;
 }
 
 /**
@@ -65,9 +86,10 @@ export interface Translation {
 }
 
 export interface TranslateOptions {
-  /** Beam width, 1 (greedy, the default) to 64. */
+  /** Beam width, 1 (greedy, the default) to limits.maxBeam (64). */
   beam?: number;
-  /** At most this many output tokens; 0 (the default) means 1.5 × the source length + 10. */
+  /** At most this many output tokens, up to limits.maxTranslationLength (1000); 0 (the default) means 1.5 × the
+   *  source length + 10. */
   maxLength?: number;
 }
 
@@ -92,13 +114,14 @@ export interface Caption {
 }
 
 export interface CaptionOptions {
-  /** Beam width, 1 (greedy, the default) to 64. */
+  /** Beam width, 1 (greedy, the default) to limits.maxBeam (64). */
   beam?: number;
-  /** At most this many tokens, up to 200; 0 (the default) means the model's own limit. */
+  /** At most this many tokens, up to limits.maxCaptionLength (200); 0 (the default) means the model's own limit. */
   maxLength?: number;
   /**
-   * No token n-gram of this size twice in the caption: 2 to 8, or 0 for no such rule. -1 (the default) means the
-   * model's own setting (the shipped Flickr8k captioner's is 3).
+   * No token n-gram of this size twice in the caption: limits.minNoRepeatNgram to limits.maxNoRepeatNgram (2 to
+   * 8), or 0 for no such rule. -1 (the default) means the model's own setting (the shipped Flickr8k captioner's
+   * is 3).
    */
   noRepeatNgram?: number;
 }
@@ -160,13 +183,15 @@ export interface LoadOptions {
 export interface Model {
   /** The model's metadata. */
   readonly info: ModelInfo;
+  /** The limits of the engine this model runs in (the same as engineInfo().limits). */
+  readonly limits: EngineLimits;
   /** True when the weights came from the Cache API rather than the network. */
   readonly fromCache: boolean;
   /** True when the engine runs in a Web Worker. */
   readonly inWorker: boolean;
   /**
    * Translates one sentence; calls run one at a time in call order. Rejects for empty text, text with an unpaired
-   * UTF-16 surrogate (not valid Unicode), or bad options.
+   * UTF-16 surrogate (not valid Unicode), text over limits.maxTextBytes, or bad options.
    */
   translate(text: string, options?: TranslateOptions): Promise<Translation>;
   /**

@@ -17,7 +17,10 @@ export { loadEngine, download, sha256Hex, CACHE_NAME };
 const isNode = typeof process === 'object' && typeof process.versions === 'object' && !!process.versions.node;
 const wasmUrl = new URL('../dist/attnlab.wasm', import.meta.url);
 
-/** { version, simd, wasm }: which engine build is running (in this realm). */
+/**
+ * { version, simd, wasm, limits }: which engine build is running (in this realm), and the limits it enforces on
+ * every call (the numbers translate() and caption() check their options against).
+ */
 export async function engineInfo() {
   return callEngine((engine) => engine.engineInfo());
 }
@@ -108,6 +111,7 @@ class DirectModel {
   constructor(core, fromCache) {
     this.#core = core;
     this.info = core.info;
+    this.limits = core.limits;
     this.fromCache = fromCache;
     this.inWorker = false;
   }
@@ -182,7 +186,7 @@ class WorkerModel {
   translate(text, options = {}) {
     try {
       if (this.info && this.info.task !== 'translate') throw new Error(wrongTask(this.info, 'translate'));
-      validateTranslate(text, options);  // fail fast, without a round trip
+      validateTranslate(text, options, this.limits);  // fail fast, without a round trip
     } catch (error) {
       return Promise.reject(error);
     }
@@ -195,7 +199,7 @@ class WorkerModel {
     const transfer = [];
     try {
       if (this.info && this.info.task !== 'caption') throw new Error(wrongTask(this.info, 'caption'));
-      const checked = validateCaptionOptions(options);
+      const checked = validateCaptionOptions(options, this.limits);
       if (isImageBitmap(image)) {
         checkBitmap(image);
         transfer.push(image);
@@ -247,7 +251,8 @@ export async function loadModel(source, options = {}) {
   const worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module', name: 'attnlab engine' });
   const model = new WorkerModel(worker);
   try {
-    model.info = await model.call('load', { bytes: payload, wasmBinary }, [payload.buffer, wasmBinary.buffer]);
+    ({ info: model.info, limits: model.limits } =
+      await model.call('load', { bytes: payload, wasmBinary }, [payload.buffer, wasmBinary.buffer]));
   } catch (error) {
     model.terminate();
     throw error;

@@ -1,7 +1,7 @@
 // The engine inside a module Web Worker: one model per worker. Messages in: { id, method, args }, methods
-// "load" { bytes, wasmBinary }, "translate" { text, options }, "caption" { image: ImageBitmap | { data, width,
-// height }, options }, "dispose", and the diagnostic "memoryStats" {} (-> { wasmBytes, mallocBytes }, for
-// scripts/soak.mjs). Messages out: { id, result } or { id, error: message }. Requests run one after another in
+// "load" { bytes, wasmBinary } (-> { info, limits }), "translate" { text, options }, "caption" { image:
+// ImageBitmap | { data, width, height }, options }, "dispose", and the diagnostic "memoryStats" {} (-> { wasmBytes,
+// mallocBytes }, for scripts/soak.mjs). Messages out: { id, result } or { id, error: message }. Requests run one after another in
 // arrival order, so concurrent calls queue.
 import { createEngineModel } from './core.mjs';
 import { isImageBitmap, pixelsFromBitmap } from './image.mjs';
@@ -13,7 +13,7 @@ const methods = {
   async load({ bytes, wasmBinary }) {
     if (model) throw new Error('attnlab: this worker already holds a model');
     model = await createEngineModel(bytes, { wasmBinary });
-    return model.info;
+    return { info: model.info, limits: model.limits };
   },
   translate({ text, options }) {
     if (!model) throw new Error('attnlab: no model is loaded');
