@@ -9,6 +9,9 @@ import { attentionHead } from '/lib/index.mjs';
 import {
   byId, el, showError as showErrorIn, tokenLabel as pieceLabel, statusLine, createModelLoader,
 } from '/app/ui.mjs';
+import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
+import { renderSamples as renderSampleChips } from '/app/widgets/samples.mjs';
+import { enableTab, watchPanel } from '/app/widgets/tablist.mjs';
 
 // The first sample is the long-range one: "its" refers back to "Law", eight words earlier.
 const SAMPLES = {
@@ -79,7 +82,7 @@ const tokenLabel = (piece) => pieceLabel(piece, { continuation: '·' });
 const setStatus = statusLine('sa');
 const showError = (error) => showErrorIn(byId('sa-error'), error);
 
-const currentEntry = () => view.entries.find((entry) => entry.id === byId('sa-model').value);
+const currentEntry = () => pickedEntry(byId('sa-model'), view.entries);
 
 // The tokens on each side of the current kind: the decoder's positions are its inputs, <s> y1 .. y(T-1).
 function sideTokens(t, side) {
@@ -104,18 +107,12 @@ async function loadSelected() {
 }
 
 function renderSamples(entry) {
-  const box = byId('sa-samples');
-  box.replaceChildren();
-  if (!entry) return;
-  for (const text of SAMPLES[entry.src] ?? []) {
-    const chip = el('button', { className: 'chip', text, attrs: { type: 'button', lang: entry.src } });
-    chip.addEventListener('click', () => {
-      byId('sa-input').value = text;
-      if (!byId('sa-run').disabled) run();
-    });
-    box.append(chip);
+  if (!entry) {
+    byId('sa-samples').replaceChildren();
+    return;
   }
-  byId('sa-input').setAttribute('lang', entry.src);
+  renderSampleChips(byId('sa-samples'), SAMPLES[entry.src] ?? [],
+                    { lang: entry.src, input: byId('sa-input'), button: byId('sa-run'), run });
 }
 
 async function run() {
@@ -472,21 +469,10 @@ export function setupSelfAttention({ entries, getModel, available }) {
     isCurrent: (entry) => currentEntry() === entry,
   });
   if (entries.length === 0) return;
-
-  const tab = byId('tab-btn-selfattention');
-  tab.disabled = false;
-  tab.removeAttribute('aria-disabled');
-  tab.removeAttribute('title');
-  tab.querySelector('small')?.remove();
+  enableTab(byId('tab-btn-selfattention'));
 
   const select = byId('sa-model');
-  for (const entry of entries) {
-    const option = el('option', { text: `${entry.label ?? entry.id}${available(entry) ? '' : ' (not available yet)'}`,
-                                  attrs: { value: entry.id } });
-    option.disabled = !available(entry);
-    select.append(option);
-  }
-  const first = entries.find(available) ?? entries[0];
+  const first = fillModelPicker(select, entries, available) ?? entries[0];
   select.value = first.id;
   byId('sa-input').value = (SAMPLES[first.src] ?? [''])[0];
   renderSamples(first);
@@ -503,11 +489,10 @@ export function setupSelfAttention({ entries, getModel, available }) {
   setupHeadView();
 
   // Download the weights the first time the tab is shown, not on page load.
-  const panel = byId('tab-selfattention');
-  const observer = new MutationObserver(() => {
-    if (panel.hidden) return;
-    observer.disconnect();
-    loadSelected();
+  const stop = watchPanel(byId('tab-selfattention'), {
+    onShow: () => {
+      stop();
+      loadSelected();
+    },
   });
-  observer.observe(panel, { attributes: true, attributeFilter: ['hidden'] });
 }

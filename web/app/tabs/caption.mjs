@@ -1,14 +1,19 @@
 // The Caption tab: a photo in (sample gallery, file, drag and drop, camera), the engine's caption out, and for the
 // word under the pointer (or focus) its attention over the encoder's feature grid, drawn as a heat overlay that is
 // smoothly (bilinearly) upsampled from gridHeight × gridWidth to the photo. Every weight comes from the engine
-// (Caption.attention); this module only draws. main.mjs calls setupCaption() once it has read the manifest.
+// (Caption.attention); this module only draws. The photo goes to the engine at full size, so the page captions it
+// exactly as the CLI captions the file (the engine's own resize, antialiased, makes the 224 × 224 input); only
+// what is drawn is shrunk. main.mjs calls setupCaption() once it has read the manifest.
 import { matrixRow } from '/lib/index.mjs';
 import {
   byId, el, showError as showErrorIn, tokenLabel, continuesWord, statusLine, createModelLoader,
 } from '/app/ui.mjs';
+import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
+import { enableTab, watchPanel } from '/app/widgets/tablist.mjs';
+
 const SAMPLES_URL = '/app/samples/samples.json';
-const MAX_INPUT_SIDE = 1024;   // larger photos are scaled down before captioning (the engine works at 224 anyway)
-const THUMB_HEIGHT = 84;       // per-word strip, CSS pixels
+const MAX_DISPLAY_SIDE = 1024;  // the photo and its overlay are drawn at most this large (CSS scales them further)
+const THUMB_HEIGHT = 84;        // per-word strip, CSS pixels
 
 const view = {
   entries: [],
@@ -26,7 +31,7 @@ const view = {
 const setStatus = statusLine('cap');
 const showError = (error) => showErrorIn(byId('cap-error'), error);
 
-const currentEntry = () => view.entries.find((entry) => entry.id === byId('cap-model').value);
+const currentEntry = () => pickedEntry(byId('cap-model'), view.entries);
 
 // ---------------------------------------------------------------- model
 
@@ -45,17 +50,36 @@ function ensureModel() {
 
 // ---------------------------------------------------------------- inputs
 
-// Any drawable (image element, ImageBitmap, video frame) -> a canvas with its pixels, at most MAX_INPUT_SIDE a side.
+// A canvas of width × height holding source drawn into it (smoothed when that changes its size).
+function drawnCanvas(source, width, height, { readBack = false } = {}) {
+  const canvas = document.createElement('canvas');
+  canvas.width = width;
+  canvas.height = height;
+  const context = canvas.getContext('2d', readBack ? { willReadFrequently: true } : undefined);
+  if (!context) throw new Error(`That image is too large to draw in this browser (${width} × ${height} pixels).`);
+  context.imageSmoothingQuality = 'high';
+  context.drawImage(source, 0, 0, width, height);
+  return canvas;
+}
+
+const fitted = (width, height, maxSide) => {
+  const scale = Math.min(1, maxSide / Math.max(width, height));
+  return [Math.max(1, Math.round(width * scale)), Math.max(1, Math.round(height * scale))];
+};
+
+// Any drawable (image element, ImageBitmap, video frame) -> a canvas with its pixels, at full size.
 function toInputCanvas(source, width, height) {
   if (!(width > 0 && height > 0)) throw new Error('That image is empty (0 × 0 pixels).');
-  const scale = Math.min(1, MAX_INPUT_SIDE / Math.max(width, height));
-  const canvas = document.createElement('canvas');
-  canvas.width = Math.max(1, Math.round(width * scale));
-  canvas.height = Math.max(1, Math.round(height * scale));
-  const context = canvas.getContext('2d', { willReadFrequently: true });
-  context.imageSmoothingQuality = 'high';
-  context.drawImage(source, 0, 0, canvas.width, canvas.height);
-  return canvas;
+  return drawnCanvas(source, width, height, { readBack: true });
+}
+
+// The pixels the engine gets: the photo as it is. Only a photo beyond the engine's own limit (which the CLI
+// refuses) is shrunk to fit it, rather than refused.
+function enginePixels(canvas, { maxImageSide }) {
+  const [width, height] = fitted(canvas.width, canvas.height, maxImageSide);
+  const source = width === canvas.width && height === canvas.height ? canvas
+    : drawnCanvas(canvas, width, height, { readBack: true });
+  return source.getContext('2d', { willReadFrequently: true }).getImageData(0, 0, width, height);
 }
 
 async function captionSource(source, width, height, label) {
@@ -230,8 +254,7 @@ async function run(canvas) {
   try {
     const model = await ensureModel();
     if (!model) return;
-    const context = canvas.getContext('2d', { willReadFrequently: true });
-    const pixels = context.getImageData(0, 0, canvas.width, canvas.height);
+    const pixels = enginePixels(canvas, model.limits);
     const started = performance.now();
     const caption = await model.caption(pixels, { beam: Number(byId('cap-beam').value) });
     const ms = Math.round(performance.now() - started);
@@ -255,9 +278,10 @@ function render(caption, ms, label) {
   byId('cap-timing').textContent = `· captioned in ${ms} ms`;
   byId('cap-grid-size').textContent = `${caption.gridHeight} × ${caption.gridWidth}`;
   const photo = byId('cap-photo');
-  photo.width = view.input.width;
-  photo.height = view.input.height;
-  photo.getContext('2d').drawImage(view.input, 0, 0);
+  [photo.width, photo.height] = fitted(view.input.width, view.input.height, MAX_DISPLAY_SIDE);
+  const context = photo.getContext('2d');
+  context.imageSmoothingQuality = 'high';
+  context.drawImage(view.input, 0, 0, photo.width, photo.height);
   photo.setAttribute('aria-label', `The captioned photo: ${label}`);
   const overlay = byId('cap-overlay');
   overlay.width = photo.width;
@@ -379,21 +403,10 @@ export function setupCaption({ entries, getModel, available }) {
     getModel, available, setStatus, noneText: 'No captioner yet.', isCurrent: (entry) => currentEntry() === entry,
   });
   if (entries.length === 0) return;
-
-  const tab = byId('tab-btn-caption');
-  tab.disabled = false;
-  tab.removeAttribute('aria-disabled');
-  tab.removeAttribute('title');
-  tab.querySelector('small')?.remove();
+  enableTab(byId('tab-btn-caption'));
 
   const select = byId('cap-model');
-  for (const entry of entries) {
-    const option = el('option', { text: `${entry.label ?? entry.id}${available(entry) ? '' : ' (not available yet)'}`,
-                                  attrs: { value: entry.id } });
-    option.disabled = !available(entry);
-    select.append(option);
-  }
-  select.value = (entries.find(available) ?? entries[0]).id;
+  if (!fillModelPicker(select, entries, available)) select.value = entries[0].id;
   select.addEventListener('change', () => {
     view.loader.cancel();  // a different captioner: stop waiting for the previous one
     view.model = null;
@@ -408,17 +421,14 @@ export function setupCaption({ entries, getModel, available }) {
   renderGallery();
 
   // Download the weights the first time the tab is shown; stop the camera whenever it is hidden.
-  const panel = byId('tab-caption');
   let loaded = false;
-  new MutationObserver(() => {
-    if (panel.hidden) {
-      stopCamera();
-      return;
-    }
-    if (!loaded) {
+  watchPanel(byId('tab-caption'), {
+    onHide: stopCamera,
+    onShow: () => {
+      if (loaded) return;
       loaded = true;
       ensureModel();
-    }
-  }).observe(panel, { attributes: true, attributeFilter: ['hidden'] });
+    },
+  });
   window.addEventListener('pagehide', stopCamera);
 }
