@@ -1,5 +1,5 @@
 // MobileNetV2 encoder timing: one 224x224 forward (preprocess + 52 layers), natively and in wasm (node).
-//   bench_mobilenet MODEL.gguf [runs]      (models/golden_mobilenet.py writes build/golden/mobilenet/*.gguf)
+//   bench_mobilenet MODEL.gguf [runs]      (python/attnlab/golden/mobilenet.py writes build/golden/mobilenet/*.gguf)
 // Prints per-phase best and median milliseconds. The machine is shared, so the best run is the one to quote.
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch CPU side of the translation benchmark (scripts/bench_translate.mjs): eager mode, 1 thread, batch 1,
+"""PyTorch CPU side of the translation benchmark (bench/bench_translate.mjs): eager mode, 1 thread, batch 1,
 the same GGUF weights the engine runs (widened to f32 the way the engine widens them) and the same greedy loop as
 bench/bench_translate.cpp (encoder once, decoder step, argmax, stop at EOS, at most int(1.5 |source| + 10) tokens).
 

@@ -115,7 +115,7 @@ public:
     // attnlab::Error for a model that cannot caption (or has no image encoder), a bad size or bad options.
     Caption caption(const uint8_t* rgba, int width, int height, const CaptionOptions& options = {}) const;
     // Captions from an encoder grid directly: features [grid_cells, feature_size] row-major, as
-    // models/extract_features.py stores them (no image encoder needed).
+    // python/attnlab/data/features.py stores them (no image encoder needed).
     Caption caption_features(const float* features, int grid_cells, int feature_size,
                              const CaptionOptions& options = {}) const;
 

@@ -1,5 +1,5 @@
-// The three stages of attention, five score functions, against models/attention.py (PyTorch)
-// (fixtures: models/golden_layers.py -> tests/fixtures/layers/attention.gguf).
+// The three stages of attention, five score functions, against python/attnlab/nn/attention.py (PyTorch)
+// (fixtures: python/attnlab/golden/layers.py -> tests/fixtures/layers/attention.gguf).
 #include <doctest/doctest.h>
 
 #include <cmath>

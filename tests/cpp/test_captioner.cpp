@@ -1,5 +1,5 @@
-// The Show-Attend-Tell decoder against PyTorch (models/show_attend_tell.py): a tiny trained f32 decoder and its
-// greedy/beam outputs on fixed annotation grids (fixture: models/golden_caption.py ->
+// The Show-Attend-Tell decoder against PyTorch (python/attnlab/nn/show_attend_tell.py): a tiny trained f32 decoder and its
+// greedy/beam outputs on fixed annotation grids (fixture: python/attnlab/golden/caption.py ->
 // tests/fixtures/caption/decoder.gguf, decoder_centered.gguf whose decoder attends over the centered grid and
 // reads its mean as a global feature, and decoder_ensemble.gguf whose two decoders decode as one). The encoder is not in the fixture: grids go in through
 // caption_from_features / caption_prepare.

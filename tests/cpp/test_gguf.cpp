@@ -1,4 +1,4 @@
-// GGUF reader: round trip on files written by models/gguf_writer.py (expected values computed by numpy
+// GGUF reader: round trip on files written by python/attnlab/gguf/writer.py (expected values computed by numpy
 // and stored in each fixture's own metadata), and corruption of a valid file's bytes.
 #include <algorithm>
 #include <cstring>

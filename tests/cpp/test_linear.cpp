@@ -1,5 +1,5 @@
 // nn::Linear against PyTorch's nn.Linear (f32), f16-rounded weights and numpy's Q8_0 dequantization
-// (fixtures: models/golden_layers.py -> tests/fixtures/layers/linear.gguf). One-row Q8_0 products also round
+// (fixtures: python/attnlab/golden/layers.py -> tests/fixtures/layers/linear.gguf). One-row Q8_0 products also round
 // the activations to Q8_0 (kernels::gemv_q8_q8): checked against the bound that rounding implies.
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // MobileNetV2 encoder parity with PyTorch: preprocessing, the 7x7 and 14x14 feature grids and the logits, on the
-// golden files models/golden_mobilenet.py writes to build/golden/mobilenet (or $ATTNLAB_GOLDEN_DIR/mobilenet).
+// golden files python/attnlab/golden/mobilenet.py writes to build/golden/mobilenet (or $ATTNLAB_GOLDEN_DIR/mobilenet).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -29,7 +29,7 @@ std::string golden_dir() {
 
 bool have_golden() {
     std::ifstream in(golden_dir() + "golden.gguf");
-    if (!in) FAIL_CHECK("missing " << golden_dir() << "golden.gguf: run /usr/bin/python3 models/golden_mobilenet.py");
+    if (!in) FAIL_CHECK("missing " << golden_dir() << "golden.gguf: run PYTHONPATH=python /usr/bin/python3 -m attnlab.golden.mobilenet");
     return bool(in);
 }
 

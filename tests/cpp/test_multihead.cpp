@@ -1,6 +1,6 @@
 // Multi-head attention against torch.nn.MultiheadAttention (average_attn_weights=False): causal
 // self-attention, cross-attention with a key padding mask, and step-by-step decoding over a KV cache
-// (fixtures: models/golden_layers.py -> tests/fixtures/layers/multihead.gguf).
+// (fixtures: python/attnlab/golden/layers.py -> tests/fixtures/layers/multihead.gguf).
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // GRU / LSTM cells and the bidirectional GRU against nn.GRUCell, nn.LSTMCell and nn.GRU(bidirectional=True)
-// (fixtures: models/golden_layers.py -> tests/fixtures/layers/rnn.gguf).
+// (fixtures: python/attnlab/golden/layers.py -> tests/fixtures/layers/rnn.gguf).
 #include <doctest/doctest.h>
 
 #include "attnlab/error.hpp"

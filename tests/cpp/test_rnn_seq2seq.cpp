@@ -1,5 +1,5 @@
-// The Bahdanau RNN translator against PyTorch (models/seq2seq_rnn.py): tiny trained models, one per score
-// function, and what PyTorch computes for them (models/golden_rnn.py -> tests/fixtures/rnn/<score>{,.expected}.gguf).
+// The Bahdanau RNN translator against PyTorch (python/attnlab/nn/seq2seq_rnn.py): tiny trained models, one per score
+// function, and what PyTorch computes for them (python/attnlab/golden/rnn.py -> tests/fixtures/rnn/<score>{,.expected}.gguf).
 // Also the public Model API's refusals: wrong kinds of file, bad text, bad options.
 #include <doctest/doctest.h>
 

@@ -81,7 +81,7 @@ std::map<int32_t, float> endless(const Prefix&) { return {{A, 0.7f}, {B, 0.3f}};
 
 }  // namespace
 
-TEST_CASE("search: max_target_length is int(1.5 * |source| + 10), like models/seq2seq_rnn.py") {
+TEST_CASE("search: max_target_length is int(1.5 * |source| + 10), like python/attnlab/nn/seq2seq_rnn.py") {
     CHECK(decode::max_target_length(options(1), 2) == 13);
     CHECK(decode::max_target_length(options(1), 7) == 20);   // 20.5 truncates
     CHECK(decode::max_target_length(fixed_length(1, 4), 100) == 4);
@@ -177,7 +177,7 @@ TEST_CASE("search: ties go to the lower token id (greedy) and to the first finis
     CHECK(decode::beam_search(decoder, options(1)).tokens == std::vector<int32_t>{A});
 }
 
-TEST_CASE("search: ban_repeated_ngrams bans what would repeat an n-gram, like models/decoding.py") {
+TEST_CASE("search: ban_repeated_ngrams bans what would repeat an n-gram, like python/attnlab/nn/decoding.py") {
     const auto banned = [](const std::vector<int32_t>& tokens, int n) {
         std::vector<float> log_p(kVocab, -1.0f);
         decode::ban_repeated_ngrams(tokens, n, log_p);

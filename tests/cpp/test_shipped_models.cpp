@@ -1,6 +1,6 @@
 // Parity of the SHIPPED f16 translators with PyTorch on 50 test sentences each (issue 3): identical greedy tokens
 // on at least 49, and on those the attention within 1e-3 (for a Transformer, every layer's and head's encoder
-// self-, decoder self- and cross-attention: issue 5). Golden files: models/golden_shipped.py ->
+// self-, decoder self- and cross-attention: issue 5). Golden files: python/attnlab/golden/shipped.py ->
 // build/golden/shipped (or $ATTNLAB_GOLDEN_DIR/shipped), one <id>.expected.gguf per manifest entry in index.txt.
 #include <doctest/doctest.h>
 
@@ -26,7 +26,7 @@ std::string golden_dir() {
 
 std::vector<std::string> shipped_ids() {
     std::ifstream in(golden_dir() + "index.txt");
-    if (!in) FAIL_CHECK("missing " << golden_dir() << "index.txt: run /usr/bin/python3 models/golden_shipped.py");
+    if (!in) FAIL_CHECK("missing " << golden_dir() << "index.txt: run PYTHONPATH=python /usr/bin/python3 -m attnlab.golden.shipped");
     std::vector<std::string> ids;
     for (std::string line; std::getline(in, line);)
         if (!line.empty()) ids.push_back(line);

@@ -1,5 +1,5 @@
 // Parity of attnlab::text::Tokenizer with sentencepiece 0.1.97: ids and decoded text for every line that
-// models/golden_tokenizer.py wrote (Multi30k val, Tatoeba lines, adversarial lines, hand-made vocabularies).
+// python/attnlab/golden/tokenizer.py wrote (Multi30k val, Tatoeba lines, adversarial lines, hand-made vocabularies).
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -43,8 +43,9 @@ struct GoldenLine {
 std::vector<GoldenLine> read_golden(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        FAIL_CHECK("missing " << path << ": run /usr/bin/python3 models/prepare_data.py && /usr/bin/python3 "
-                                         "models/golden_tokenizer.py (or set ATTNLAB_GOLDEN_DIR)");
+        FAIL_CHECK("missing " << path << ": run PYTHONPATH=python /usr/bin/python3 -m attnlab.data.prepare && "
+                                         "PYTHONPATH=python /usr/bin/python3 -m attnlab.golden.tokenizer (or set "
+                                         "ATTNLAB_GOLDEN_DIR)");
         return {};
     }
     std::vector<GoldenLine> lines;

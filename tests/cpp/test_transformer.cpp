@@ -1,4 +1,4 @@
-// The Transformer against PyTorch (models/golden_transformer.py -> tests/fixtures/transformer/tiny.gguf):
+// The Transformer against PyTorch (python/attnlab/golden/transformer.py -> tests/fixtures/transformer/tiny.gguf):
 // greedy and beam tokens, every attention tensor, the step logits; the KV-cached step against a full
 // recomputation of the decoder; beam hypotheses that share a prefix keep separate caches; the Model API.
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 // The command line (src/cli/main.cpp) as a user runs it: spawns build/native/attnlab (ATTNLAB_CLI overrides the
-// path) on the tiny fixture models of models/golden_rnn.py, whose PyTorch outputs are in <score>.expected.gguf.
+// path) on the tiny fixture models of python/attnlab/golden/rnn.py, whose PyTorch outputs are in <score>.expected.gguf.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

@@ -1,6 +1,6 @@
-// Interop: an independent GGUF parser (@huggingface/gguf) reads the fixtures models/gguf_writer.py wrote
+// Interop: an independent GGUF parser (@huggingface/gguf) reads the fixtures python/attnlab/gguf/writer.py wrote
 // and must find exactly the metadata and tensor table the writer meant (recorded in each fixture's .json
-// sidecar by models/make_gguf_fixtures.py). Also reads tensor bytes at the offsets it reports.
+// sidecar by python/attnlab/golden/gguf_files.py). Also reads tensor bytes at the offsets it reports.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, stat } from 'node:fs/promises';

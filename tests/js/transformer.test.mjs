@@ -1,4 +1,4 @@
-// The npm module with a Transformer (tests/fixtures/transformer/tiny.gguf, made by models/golden_transformer.py):
+// The npm module with a Transformer (tests/fixtures/transformer/tiny.gguf, made by python/attnlab/golden/transformer.py):
 // text, tokens and ids equal the native CLI's, and the three per-layer, per-head attention tensors have the
 // documented shapes, hold softmax rows (causal for the decoder), equal the CLI's numbers, and are read
 // correctly by attentionHead().

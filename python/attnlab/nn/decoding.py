@@ -2,7 +2,7 @@
 show_attend_tell.py through seq2seq_rnn.py). A model only supplies its decoder step and how to reorder its state.
 
 The C++ engine (src/attnlab/decode/search.cpp) mirrors these semantics exactly, and the parity fixtures
-(models/golden_*.py) are made with them: change both sides together or not at all.
+(attnlab.golden.*) are made with them: change both sides together or not at all.
     greedy: argmax each step; a batch stops when every row has produced EOS or at the longest row's limit;
             each row is cut at its first EOS and at its own limit max_len_a * |src| + max_len_b.
     beam:   top 2K candidates per sentence each step; a candidate ending in EOS (or reaching the sentence's

@@ -45,7 +45,7 @@ struct SearchOptions {
 };
 
 // Sets log p = -inf for every token that would complete an n-gram `tokens` already holds (n < 2: none); the
-// searches apply it to each row's log-probabilities before choosing (models/decoding.py's ban_repeated_ngrams).
+// searches apply it to each row's log-probabilities before choosing (python/attnlab/nn/decoding.py's ban_repeated_ngrams).
 void ban_repeated_ngrams(const std::vector<int32_t>& tokens, int n, std::vector<float>& log_probabilities);
 
 struct Hypothesis {

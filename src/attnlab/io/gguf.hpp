@@ -134,7 +134,7 @@ public:
     // Any shape, flattened: for callers that check the shape themselves.
     std::vector<float> load_f32_flat(const std::string& name) const;
     // An i8 tensor of the expected shape (-1: any size), flattened: float((double(q) - zero_point) * scale), the
-    // product taken in double and rounded once, as models/tflite_mobilenet.py dequantizes.
+    // product taken in double and rounded once, as python/attnlab/nn/tflite_mobilenet.py dequantizes.
     std::vector<float> load_i8_affine(const std::string& name, const std::vector<int64_t>& expected_shape,
                                       double scale, double zero_point) const;
 

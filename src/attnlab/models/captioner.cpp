@@ -234,7 +234,7 @@ decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model,
     decode::SearchOptions options;
     options.beam = beam;
     options.length_penalty = 1.0f;
-    // A caption's length does not depend on the grid: a fixed limit, like models/show_attend_tell.py.
+    // A caption's length does not depend on the grid: a fixed limit, like python/attnlab/nn/show_attend_tell.py.
     options.max_length_ratio = 0.0f;
     options.max_length_extra = max_length > 0 ? max_length : model.config.max_length;
     options.no_repeat_ngram = no_repeat_ngram >= 0 ? no_repeat_ngram : model.config.no_repeat_ngram;

@@ -1,6 +1,6 @@
 #pragma once
-// Show, Attend and Tell (Xu et al. 2015) with soft attention, as trained by models/show_attend_tell.py (whose
-// docstring has the equations) and exported by models/export_caption.py: a MobileNetV2 grid of G annotations
+// Show, Attend and Tell (Xu et al. 2015) with soft attention, as trained by python/attnlab/nn/show_attend_tell.py (whose
+// docstring has the equations) and exported by python/attnlab/gguf/captioner.py: a MobileNetV2 grid of G annotations
 // a_i [C], an LSTM decoder with additive attention and a gating scalar.
 //
 //   init:    ā = mean_i a_i;  h_0 = tanh(W_h0 ā + b_h0);  c_0 = tanh(W_c0 ā + b_c0)          [H]
@@ -61,7 +61,7 @@ struct CaptionDecoderWeights {
     int bos = 2, eos = 3;
 };
 
-// The decoder half of a file written by models/export_caption.py (or the fixture of models/golden_caption.py);
+// The decoder half of a file written by python/attnlab/gguf/captioner.py (or the fixture of python/attnlab/golden/caption.py);
 // member > 0 reads that ensemble member's keys and tensors (prefix "member<k>."). Throws attnlab::Error on a file
 // of another kind or shape.
 CaptionDecoderWeights load_caption_decoder(const gguf::File& file, int member = 0);
@@ -89,7 +89,7 @@ void caption_step(const CaptionDecoderWeights& model, const CaptionEncoded& enco
 // Adapts the decoders (one model, or an ensemble's members) and one image's grid to decode::search
 // (source_length() = G). Each member keeps its own h, c. With several members a step's logits are
 // log(mean_k softmax(logits_k)), i.e. the mean of their next-word distributions, which search's log-softmax leaves
-// as is, and the attention weights and scores are the members' means (models/show_attend_tell.py's Ensemble).
+// as is, and the attention weights and scores are the members' means (python/attnlab/nn/show_attend_tell.py's Ensemble).
 class CaptionDecoder : public decode::Decoder {
 public:
     // members must outlive the decoder; encoded[k] is caption_prepare(*members[k], grid).

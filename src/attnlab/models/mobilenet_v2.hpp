@@ -1,6 +1,6 @@
 #pragma once
-// The MobileNetV2 image encoder (ImageNet-trained, converted from TFLite by models/tflite_mobilenet.py and exported
-// by models/export_mobilenet.py). A flat list of 52 convolution layers read from GGUF metadata attnlab.mobilenet.*
+// The MobileNetV2 image encoder (ImageNet-trained, converted from TFLite by python/attnlab/nn/tflite_mobilenet.py and exported
+// by python/attnlab/gguf/mobilenet.py). A flat list of 52 convolution layers read from GGUF metadata attnlab.mobilenet.*
 // (kind, kernel, stride, padding, activation, residual, channels), run NHWC:
 //
 //   image [224, 224, 3] in [-1, 1]  (image::preprocess_rgba)

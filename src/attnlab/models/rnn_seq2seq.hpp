@@ -1,5 +1,5 @@
 #pragma once
-// The RNN encoder-decoder with attention of Bahdanau et al. (2015), as trained by models/seq2seq_rnn.py
+// The RNN encoder-decoder with attention of Bahdanau et al. (2015), as trained by python/attnlab/nn/seq2seq_rnn.py
 // (whose docstring has the equations). One GGUF file holds the weights, the sizes and both tokenizers.
 //
 //   encoder:  h_j = [→h_j ; ←h_j] = BiGRU(E_src[x_j])                       memory [S, 2E]
@@ -47,7 +47,7 @@ struct RnnSeq2Seq {
     int bos = 2, eos = 3, pad = 0;
 };
 
-// Reads a model written by models/export_rnn.py; throws attnlab::Error on a file of another kind or shape.
+// Reads a model written by python/attnlab/gguf/bahdanau.py; throws attnlab::Error on a file of another kind or shape.
 RnnSeq2Seq load_rnn_seq2seq(const gguf::File& file);
 
 struct RnnEncoded {

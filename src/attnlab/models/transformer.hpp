@@ -1,6 +1,6 @@
 #pragma once
-// The pre-LN encoder-decoder Transformer trained by models/transformer.py (whose docstring has the equations).
-// One GGUF file holds the weights, the sizes and both tokenizers (models/export_transformer.py).
+// The pre-LN encoder-decoder Transformer trained by python/attnlab/nn/transformer.py (whose docstring has the equations).
+// One GGUF file holds the weights, the sizes and both tokenizers (python/attnlab/gguf/transformer.py).
 //
 //   encoder:  h = E_src[x]·√d + PE;  per layer: h += MHA(LN1 h);  h += FF(LN2 h);   memory m = LN_enc(h)  [S, d]
 //   decoder:  g = E_tgt[y]·√d + PE;  per layer: g += MHA_causal(LN1 g);  g += MHA(LN2 g, m);  g += FF(LN3 g)
@@ -68,10 +68,10 @@ struct Transformer {
     int bos = 2, eos = 3, pad = 0;
 };
 
-// Reads a model written by models/export_transformer.py; throws attnlab::Error on a file of another kind or shape.
+// Reads a model written by python/attnlab/gguf/transformer.py; throws attnlab::Error on a file of another kind or shape.
 Transformer load_transformer(const gguf::File& file);
 
-// PE row for one position: out [d] (computed in double, like models/transformer.py's table).
+// PE row for one position: out [d] (computed in double, like python/attnlab/nn/transformer.py's table).
 void sinusoidal_position(int position, int d_model, float* out);
 
 struct TransformerEncoded {

@@ -10,7 +10,7 @@
 //   cosine      g · qᵀ k / (max(‖q‖, ε) · max(‖k‖, ε))    (torch.nn.functional.cosine_similarity, ε = 1e-8,
 //                                                          times a learned gain g, 1 when the file has none)
 //   scaled_dot  qᵀ k / √dk                                (Transformer)
-// Tensor names and layouts are those of models/attention.py (and models/seq2seq_rnn.py's Attention), so a
+// Tensor names and layouts are those of python/attnlab/nn/attention.py (and python/attnlab/nn/seq2seq_rnn.py's Attention), so a
 // PyTorch state_dict loads unchanged: "<prefix>.W_q.weight", "<prefix>.W_k.weight", "<prefix>.W_k.bias",
 // "<prefix>.v.weight" [1, A], "<prefix>.gain" [1].
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 // SentencePiece BPE tokenizer with exact id parity to sentencepiece 0.1.97 for models trained with
-// normalization_rule_name='identity' (models/train_tokenizer.py). Algorithm and GGUF keys: docs/gguf.md.
+// normalization_rule_name='identity' (python/attnlab/data/tokenizer.py). Algorithm and GGUF keys: docs/gguf.md.
 #include <cstdint>
 #include <memory>
 #include <string>
