@@ -16,6 +16,7 @@ debian_packages=(
   python3-onnx
   chromium
   sphinxbase-utils sox flac espeak-ng pocketsphinx-testdata
+  flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts
 )
 if [ "${ATTNLAB_SKIP_APT:-0}" != 1 ]; then
   missing=()
