@@ -3,9 +3,8 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The raw corpora, photos and the TFLite model: read-only, never committed.
-SHARED_DATA = os.path.normpath(os.path.join(ROOT, "..", "shared", "data"))
-if not os.path.isdir(SHARED_DATA):   # a copy of the tree elsewhere (e.g. a frozen training checkout)
-    SHARED_DATA = "/work/shared/data"
+# $ATTNLAB_SHARED_DATA serves a copy of the tree elsewhere (e.g. a frozen checkout a long training runs from).
+SHARED_DATA = os.environ.get("ATTNLAB_SHARED_DATA") or os.path.normpath(os.path.join(ROOT, "..", "shared", "data"))
 BUILD = os.path.join(ROOT, "build")
 BUILD_DATA = os.path.join(BUILD, "data")          # attnlab.data.prepare's text files
 FEATURE_DIR = os.path.join(BUILD, "features")     # attnlab.data.features' grid store
