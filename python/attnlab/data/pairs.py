@@ -54,6 +54,14 @@ def split_names(corpus):
     return ("val", "test") + EXTRA_SPLITS.get(corpus, ())
 
 
+def add_split_options(parser):
+    """--split and --corpus, as every translation evaluator takes them."""
+    parser.add_argument("--split", default="test", help="test (test2016 for Multi30k, Tatoeba test for cmn and "
+                        "broad), val, or a corpus's extra split (broad: tatoeba-val, newstest2013)")
+    parser.add_argument("--corpus", help="score on this corpus's split (default: the one the model was trained "
+                        "on), e.g. multi30k for a broad model's test2016")
+
+
 def read_lines(path):
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} is missing: run python3 -m attnlab.data.prepare first")

@@ -5,7 +5,7 @@
 
 Runs `build/native/attnlab translate --model F [--beam N]` once in stdin mode over a split and scores the
 output with attnlab.eval.bleu exactly as attnlab.eval.translate does (same JSON keys):
-    {"model", "pair", "split", "beam", "alpha", "lines", "bleu_13a", "bleu_lc_tok", "seconds"}
+    {"model", "pair", "corpus", "split", "beam", "alpha", "lines", "bleu_13a", "bleu_lc_tok", "seconds"}
 (for Chinese "bleu_char" and "chrf" in place of the two word BLEUs).
 The pair comes from the GGUF metadata (attnlab.source_language / attnlab.target_language); the default split is
 the test split of that pair (test2016 for Multi30k, test for cmn). alpha is reported as null: the engine's beam
@@ -18,7 +18,7 @@ import os
 import subprocess
 import time
 
-from attnlab.data.pairs import pair_paths, read_split
+from attnlab.data.pairs import add_split_options, pair_paths, read_split
 from attnlab.eval.bleu import scores_for
 from attnlab.gguf.common import TRAINING_CORPUS_KEY
 from attnlab.gguf.reader import read_gguf_tensors
@@ -57,10 +57,7 @@ def engine_translate(cli, model, lines, beam):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="GGUF file")
-    ap.add_argument("--split", default="test", help="test = test2016 (Multi30k) / test (cmn, broad: Tatoeba); val; "
-                    "or a corpus's extra split (broad: tatoeba-val, newstest2013)")
-    ap.add_argument("--corpus", help="score on this corpus's split (default: the one the model was trained on), "
-                    "e.g. multi30k for a broad model's test2016")
+    add_split_options(ap)
     ap.add_argument("--beam", type=int, default=1, help="1 = greedy")
     ap.add_argument("--limit", type=int, default=0, help="evaluate only the first N lines")
     ap.add_argument("--cli", default=CLI)

@@ -8,7 +8,7 @@ The family comes from the file, as the engine's Model::open decides it: a GGUF's
 (attnlab.bahdanau, attnlab.transformer), a checkpoint's config. A GGUF file is dequantized (f16 / q8_0 -> f32)
 back into the PyTorch model, so f16 and q8_0 BLEU come from exactly the same search code as the checkpoint's.
 Prints one JSON line:
-    {"model", "pair", "split", "beam", "alpha", "lines", "bleu_13a", "bleu_lc_tok", "seconds"}
+    {"model", "pair", "corpus", "split", "beam", "alpha", "lines", "bleu_13a", "bleu_lc_tok", "seconds"}
 (for Chinese "bleu_char" and "chrf" in place of the two word BLEUs).
 bleu_13a is sacreBLEU's default (cased, detokenized); bleu_lc_tok is lowercased + 13a-tokenized (attnlab.eval.bleu);
 bleu_char is character BLEU and chrf chrF2. --hyps FILE writes the translations. The test split is test2016 for
@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from attnlab.data.pairs import load_tokenizers, pair_paths, read_split
+from attnlab.data.pairs import add_split_options, load_tokenizers, pair_paths, read_split
 from attnlab.eval.bleu import scores_for
 from attnlab.eval.search import translate_lines
 from attnlab.gguf import bahdanau, transformer
@@ -72,10 +72,7 @@ def load_translator(path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="checkpoint (.pt) or GGUF file")
-    ap.add_argument("--split", default="test", help="val, test, or a corpus's extra split (broad: tatoeba-val, "
-                    "newstest2013)")
-    ap.add_argument("--corpus", help="score on this corpus's split (default: the one the model was trained on), "
-                    "e.g. multi30k for a broad model's test2016")
+    add_split_options(ap)
     ap.add_argument("--beam", type=int, default=5, help="1 = greedy")
     ap.add_argument("--alpha", type=float, default=1.0, help="length normalization: score / len^alpha")
     ap.add_argument("--max-len-a", type=float, default=1.5)
