@@ -32,7 +32,8 @@ from attnlab.eval.bleu import bleu_1_to_4
 from attnlab.eval.search import caption_split
 from attnlab.nn import show_attend_tell as sat
 from attnlab.paths import FEATURE_DIR
-from attnlab.train.loop import Family, Logger, WallClock, atomic_save, capture_rng, restore_training, run
+from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_last_epochs,
+                                restore_training, run)
 
 log = Logger(time_format="%H:%M:%S")    # stdout only: the queue redirects it to OUT.out
 
@@ -120,13 +121,7 @@ class CaptionFamily(Family):
         return "early stopping" if state["bad_epochs"] >= args.patience else None
 
     def keep_epoch(self, state):
-        """OUT/epoch-<n>.pt, deleting the one --keep-epochs older: the inputs of attnlab.train.average."""
-        if self.args.keep_epochs <= 0:
-            return
-        self.checkpoint(os.path.join(self.args.out, f"epoch-{state['epoch']}.pt"))
-        old = os.path.join(self.args.out, f"epoch-{state['epoch'] - self.args.keep_epochs}.pt")
-        if os.path.exists(old):
-            os.remove(old)
+        keep_last_epochs(self.args.out, state["epoch"], self.args.keep_epochs, self.checkpoint)
 
     def finish(self, state, stop_reason):
         if stop_reason == "--max-hours":

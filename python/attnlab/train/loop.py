@@ -76,6 +76,17 @@ def restore_training(checkpoint, model, optimizer):
     restore_rng(checkpoint["rng"])
 
 
+def keep_last_epochs(out, epoch, keep, save):
+    """save(OUT/epoch-<epoch>.pt), then delete the file `keep` epochs older: the inputs of attnlab.train.average.
+    keep <= 0 keeps none."""
+    if keep <= 0:
+        return
+    save(os.path.join(out, f"epoch-{epoch}.pt"))
+    old = os.path.join(out, f"epoch-{epoch - keep}.pt")
+    if os.path.exists(old):
+        os.remove(old)
+
+
 class WallClock:
     """Training time summed over resumes: the checkpoint stores the total so --max-hours caps the whole run."""
 

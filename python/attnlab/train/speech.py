@@ -27,7 +27,8 @@ import torch
 from attnlab.data.speech_features import FEATURES_ROOT, load_all
 from attnlab.eval.cer import character_error_rate
 from attnlab.nn import listen_attend_spell as las
-from attnlab.train.loop import Family, Logger, WallClock, atomic_save, capture_rng, restore_training, run
+from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_last_epochs,
+                                restore_training, run)
 
 log = Logger(time_format="%Y-%m-%d %H:%M:%S")
 TRAIN_SOURCES = ("an4", "fsdd", "ljspeech", "synth")
@@ -203,12 +204,8 @@ class SpeechFamily(Family):
         return "early stopping" if state["bad_epochs"] >= args.patience else None
 
     def keep_epoch(self, state):
-        if self.args.keep_epochs <= 0:
-            return
-        self.checkpoint(os.path.join(self.args.out, f"epoch-{state['epoch']}.pt"), with_optimizer=False)
-        old = os.path.join(self.args.out, f"epoch-{state['epoch'] - self.args.keep_epochs}.pt")
-        if os.path.exists(old):
-            os.remove(old)
+        keep_last_epochs(self.args.out, state["epoch"], self.args.keep_epochs,
+                         lambda path: self.checkpoint(path, with_optimizer=False))
 
     def finish(self, state, stop_reason):
         self.checkpoint(self.last_path)

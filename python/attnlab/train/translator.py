@@ -13,8 +13,8 @@ from attnlab.data.batching import make_batches, pad_batch
 from attnlab.data.pairs import encode_training_pairs, load_tokenizers, pair_paths, read_split
 from attnlab.nn.decoding import PAD_ID
 from attnlab.paths import ROOT
-from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_freed_memory, load_if_exists,
-                                run)
+from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_freed_memory,
+                                keep_last_epochs, load_if_exists, run)
 
 
 def add_training_options(p, max_tokens, max_len, epochs, patience, log_every):
@@ -96,17 +96,10 @@ def set_learning_rate(optimizer, lr):
 def keep_epoch_model(args, cfg, model, meta, state):
     """OUT/epoch-<n>.pt (the model only, the layout of best.pt), deleting those older than --keep-epochs: the
     inputs of attnlab.train.average."""
-    keep = getattr(args, "keep_epochs", 0)
-    if keep <= 0:
-        return
-    epoch = state["epoch"]
-    # best_bleu becomes this epoch's own validation BLEU: export_*.py writes it as the file's attnlab.val_bleu.
+    # best_bleu becomes this epoch's own validation BLEU: attnlab.export writes it as the file's attnlab.val_bleu.
     own = dict(state, best_bleu=state["history"][-1]["val_bleu"] if state["history"] else -1.0)
-    atomic_save({"config": cfg.to_dict(), "model": model.state_dict(), "meta": meta, "state": own,
-                 "args": vars(args)}, os.path.join(args.out, f"epoch-{epoch}.pt"))
-    old = os.path.join(args.out, f"epoch-{epoch - keep}.pt")
-    if os.path.exists(old):
-        os.remove(old)
+    keep_last_epochs(args.out, state["epoch"], getattr(args, "keep_epochs", 0), lambda path: atomic_save(
+        {"config": cfg.to_dict(), "model": model.state_dict(), "meta": meta, "state": own, "args": vars(args)}, path))
 
 
 class TranslatorFamily(Family):
