@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "attnlab/audio/features.hpp"
 #include "attnlab/decode/search.hpp"
 #include "attnlab/error.hpp"
 #include "attnlab/image/preprocess.hpp"
@@ -10,6 +11,7 @@
 #include "attnlab/kernels/kernels.hpp"
 #include "attnlab/models/captioner.hpp"
 #include "attnlab/models/rnn_seq2seq.hpp"
+#include "attnlab/models/speech_recognizer.hpp"
 #include "attnlab/models/transformer.hpp"
 #include "attnlab/text/tokenizer.hpp"
 
@@ -44,6 +46,7 @@ struct Model::Impl {
     std::optional<models::RnnSeq2Seq> rnn;
     std::optional<models::Captioner> captioner;
     std::optional<models::Transformer> transformer;
+    std::optional<models::SpeechRecognizer> speech;
     std::optional<text::Tokenizer> source_tokenizer;
     std::optional<text::Tokenizer> target_tokenizer;
 
@@ -61,6 +64,8 @@ struct Model::Impl {
             target_tokenizer = text::Tokenizer::from_gguf(file, "target");
             check(target_tokenizer->vocab_size() == captioner->decoders.front().config.vocab,
                   "the tokenizer's vocabulary does not match the captioner's embedding table");
+        } else if (architecture == "attnlab.las") {
+            speech = models::load_speech_recognizer(file);
         } else {
             fail(architecture.empty() ? "this GGUF file has no general.architecture: not an attnlab model"
                                       : "unsupported model architecture '" + architecture + "'");
@@ -228,6 +233,66 @@ Caption Model::caption_features(const float* features, int grid_cells, int featu
     Matrix grid = Matrix::from_shape({static_cast<std::size_t>(grid_cells), static_cast<std::size_t>(feature_size)});
     std::copy(features, features + grid.size(), grid.data());
     return caption_grid(*m.captioner, *m.target_tokenizer, grid, options);
+}
+
+namespace {
+
+Transcription transcribe_mfcc(const models::SpeechRecognizer& model, const Matrix& mfcc,
+                              const TranscribeOptions& options) {
+    const models::SpeechEncoded encoded = models::listen(model, mfcc);
+    const models::SpeechDecoder decoder(model, encoded);
+    const decode::Hypothesis best = decode::search(decoder, models::speech_search_options(options.beam));
+
+    Transcription out;
+    out.ids = best.tokens;
+    out.text = models::spell(model, best.tokens);
+    for (int32_t id : best.tokens) out.characters.push_back(model.characters[static_cast<std::size_t>(id)]);
+    out.frames = static_cast<int>(encoded.annotations.shape()[0]);
+    out.frame_seconds = models::annotation_seconds(model.config);
+    for (const std::vector<float>& row : best.attention) out.attention.insert(out.attention.end(), row.begin(), row.end());
+    for (const std::vector<float>& row : best.scores) out.scores.insert(out.scores.end(), row.begin(), row.end());
+    out.log_probability = best.log_probability;
+    out.finished = best.finished;
+    return out;
+}
+
+const models::SpeechRecognizer& recognizer(const std::optional<models::SpeechRecognizer>& speech,
+                                           const std::string& architecture) {
+    check(speech.has_value(), "this model (" + architecture + ") cannot transcribe speech");
+    return *speech;
+}
+
+}  // namespace
+
+Transcription Model::transcribe(const float* samples, std::size_t count, int sample_rate,
+                                const TranscribeOptions& options) const {
+    const models::SpeechRecognizer& model = recognizer(impl_->speech, impl_->architecture);
+    check(samples != nullptr && count > 0, "the audio is empty");
+    check(sample_rate > 0, "the sample rate must be positive, got " + std::to_string(sample_rate));
+    const double seconds = static_cast<double>(count) / sample_rate;
+    check(seconds <= kMaxTranscribeSeconds, "the audio is too long: " + std::to_string(static_cast<int>(seconds)) +
+                                                " s, at most " + std::to_string(static_cast<int>(kMaxTranscribeSeconds)) +
+                                                " s can be transcribed at once");
+    const audio::Features features = audio::compute_features(samples, count, sample_rate);
+    check(static_cast<int>(features.mfcc.shape()[0]) >= models::kMinSpeechFrames,
+          "the audio is too short: " + std::to_string(static_cast<int>(seconds * 1000)) +
+              " ms; the recognizer needs at least 4 feature frames (about 50 ms)");
+    Transcription out = transcribe_mfcc(model, features.mfcc, options);
+    out.spectrogram_frames = static_cast<int>(features.log_mel.shape()[0]);
+    out.spectrogram.assign(features.log_mel.data(), features.log_mel.data() + features.log_mel.size());
+    return out;
+}
+
+Transcription Model::transcribe_features(const float* mfcc, int frames, int coefficients,
+                                         const TranscribeOptions& options) const {
+    const models::SpeechRecognizer& model = recognizer(impl_->speech, impl_->architecture);
+    check(mfcc != nullptr && frames > 0, "the features are empty");
+    check(coefficients == model.config.feature_size,
+          "the recognizer reads " + std::to_string(model.config.feature_size) + " coefficients per frame, got " +
+              std::to_string(coefficients));
+    Matrix x = Matrix::from_shape({static_cast<std::size_t>(frames), static_cast<std::size_t>(coefficients)});
+    std::copy(mfcc, mfcc + x.size(), x.data());
+    return transcribe_mfcc(model, x, options);
 }
 
 }  // namespace attnlab

@@ -83,6 +83,28 @@ constexpr int kMaxTranslationLength = 1000;
 
 // Everything the engine refuses beyond a size, in one place, so that front ends check against the engine's own
 // numbers (the JS module's engineInfo().limits, `attnlab version --json`) instead of copies.
+struct TranscribeOptions {
+    int beam = 1;   // 1 = greedy, up to Limits::max_beam
+};
+
+// A transcript with its alignment: which stretch of audio each character came from.
+struct Transcription {
+    std::string text;                      // lower-case letters, apostrophes and single spaces
+    std::vector<std::string> characters;   // one entry per output character ([T])
+    std::vector<int32_t> ids;              // [T]
+    int frames = 0;                        // S: encoder frames (annotations) the attention spans
+    double frame_seconds = 0.0;            // audio one frame covers (0.04 s): frame j starts at j · frame_seconds
+    std::vector<float> attention;          // [T × S] row-major: stage-2 weights per character
+    std::vector<float> scores;             // [T × S] raw location-aware scores (stage 1)
+    int spectrogram_frames = 0;            // 100 per second of audio; 0 when transcribing features
+    std::vector<float> spectrogram;        // [spectrogram_frames × 40] log-mel energies, for display
+    float log_probability = 0.0f;          // Σ log p over the characters (and EOS)
+    bool finished = false;                 // ended by the model (false: stopped at the length limit)
+};
+
+// The longest audio transcribe() takes: attention over much longer stretches needs chunking (not done yet).
+constexpr double kMaxTranscribeSeconds = 60.0;
+
 struct Limits {
     int max_beam;                // beam: 1..max_beam (translate and caption)
     int max_text_bytes;          // translate(): the text, in UTF-8 bytes
@@ -103,7 +125,7 @@ public:
     static Model open(const std::string& path);
 
     std::string architecture() const;  // general.architecture, e.g. "attnlab.bahdanau"
-    std::string task() const;          // "translate" or "caption"
+    std::string task() const;          // "translate", "caption" or "transcribe"
     // Metadata as key / printable value pairs, in file order (long arrays summarized).
     std::vector<std::pair<std::string, std::string>> metadata() const;
     const gguf::File& file() const;
@@ -118,6 +140,15 @@ public:
     // python/attnlab/data/features.py stores them (no image encoder needed).
     Caption caption_features(const float* features, int grid_cells, int feature_size,
                              const CaptionOptions& options = {}) const;
+
+    // Transcribes mono audio samples in [-1, 1] at sample_rate (8000..48000 Hz; resampled to 16 kHz). Throws
+    // attnlab::Error for a model that cannot transcribe, empty, too short (< 4 feature frames, ~50 ms), too long
+    // (> kMaxTranscribeSeconds) or non-finite audio, an unsupported rate or bad options.
+    Transcription transcribe(const float* samples, std::size_t count, int sample_rate,
+                             const TranscribeOptions& options = {}) const;
+    // From Sphinx MFCCs [frames, coefficients] row-major (an AN4 .mfc file's contents), without the front end.
+    Transcription transcribe_features(const float* mfcc, int frames, int coefficients,
+                                      const TranscribeOptions& options = {}) const;
 
 private:
     struct Impl;

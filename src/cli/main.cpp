@@ -4,12 +4,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "attnlab/attnlab.hpp"
+#include "attnlab/audio/features.hpp"
+#include "attnlab/audio/wav.hpp"
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
 #include "cli/image.hpp"
@@ -33,7 +37,10 @@ constexpr const char* kUsage =
     "                                            a terminal also gets the alignment as a text heatmap\n"
     "  caption --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--json] IMAGE...\n"
     "                                            caption JPEG/PNG images, one line per image\n"
-    "                                            (--no-repeat-ngram: 0 off, 2..8; default: the model's)\n";
+    "                                            (--no-repeat-ngram: 0 off, 2..8; default: the model's)\n"
+    "  transcribe --model FILE [--beam N] [--json] AUDIO...\n"
+    "                                            transcribe WAV files (PCM 8/16/24/32-bit or float, any\n"
+    "                                            channels, 8..48 kHz) or Sphinx .mfc features, one line each\n";
 
 struct Arguments {
     std::string model;
@@ -240,6 +247,71 @@ int run_caption(const Arguments& args) {
     return status;
 }
 
+std::vector<uint8_t> read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    attnlab::check(in.good(), "cannot open " + path);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A WAV file is decoded and run through the front end; a .mfc file holds the features already.
+attnlab::Transcription transcribe_file(const attnlab::Model& model, const std::string& path,
+                                       const attnlab::TranscribeOptions& options) {
+    const std::vector<uint8_t> bytes = read_file(path);
+    if (path.size() > 4 && path.compare(path.size() - 4, 4, ".mfc") == 0) {
+        const attnlab::Matrix mfcc = attnlab::audio::parse_sphinx_mfc(bytes.data(), bytes.size());
+        return model.transcribe_features(mfcc.data(), static_cast<int>(mfcc.shape()[0]),
+                                         static_cast<int>(mfcc.shape()[1]), options);
+    }
+    attnlab::check(attnlab::audio::looks_like_wav(bytes.data(), bytes.size()),
+                   path + " is not a WAV file (transcribe reads WAV and Sphinx .mfc; convert FLAC or MP3 with "
+                          "sox or flac -d first)");
+    const attnlab::audio::Audio audio = attnlab::audio::parse_wav(bytes.data(), bytes.size());
+    return model.transcribe(audio.samples.data(), audio.samples.size(), audio.sample_rate, options);
+}
+
+// A duration as its shortest exact decimal (0.04, not the float 0.0399999991).
+std::string seconds_json(double seconds) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.12g", seconds);
+    return buffer;
+}
+
+// {"audio","text","characters","ids","frames","frame_seconds","attention": [characters][frames], "finished"}
+std::string transcription_json(const std::string& path, const attnlab::Transcription& t) {
+    const std::size_t T = t.characters.size(), S = static_cast<std::size_t>(t.frames);
+    return "{\"audio\":" + json_string(path) + ",\"text\":" + json_string(t.text) + ",\"characters\":" +
+           json_strings(t.characters) + ",\"ids\":" + json_ints(t.ids) + ",\"frames\":" + std::to_string(t.frames) +
+           ",\"frame_seconds\":" + seconds_json(t.frame_seconds) +
+           ",\"attention\":" + json_matrix(t.attention, T, S) + ",\"finished\":" + (t.finished ? "true" : "false") +
+           "}";
+}
+
+int run_transcribe(const Arguments& args) {
+    attnlab::check(!args.model.empty(), "transcribe needs --model FILE");
+    attnlab::check(!args.words.empty(), "transcribe needs at least one AUDIO file");
+    const attnlab::Model model = attnlab::Model::open(args.model);
+    attnlab::check(model.task() == "transcribe", "this model (" + model.architecture() + ") cannot transcribe speech");
+    attnlab::TranscribeOptions options;
+    options.beam = args.beam;
+    // One line per file, so a bad file answers with an error in its place and the status becomes 1.
+    int status = 0;
+    for (const std::string& path : args.words) {
+        try {
+            const attnlab::Transcription t = transcribe_file(model, path, options);
+            std::printf("%s\n", args.json ? transcription_json(path, t).c_str() : t.text.c_str());
+        } catch (const attnlab::Error& e) {
+            std::fprintf(stderr, "attnlab: %s: %s\n", path.c_str(), e.what());
+            if (args.json)
+                std::printf("{\"audio\":%s,\"error\":%s}\n", json_string(path).c_str(), json_string(e.what()).c_str());
+            else
+                std::printf("\n");
+            status = 1;
+        }
+        std::fflush(stdout);
+    }
+    return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -255,6 +327,7 @@ int main(int argc, char** argv) {
         if (command == "info") return run_info(parsed);
         if (command == "translate") return run_translate(parsed);
         if (command == "caption") return run_caption(parsed);
+        if (command == "transcribe") return run_transcribe(parsed);
         std::fprintf(stderr, "attnlab: unknown command '%s'\n%s", command.c_str(), kUsage);
         return 1;
     } catch (const std::exception& e) {

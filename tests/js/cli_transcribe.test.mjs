@@ -1,0 +1,77 @@
+// `attnlab transcribe` as a user runs it, on the tiny speech fixture (python/attnlab/golden/speech.py) and the
+// front end's audio fixtures (python/attnlab/golden/audio.py): WAV in any layout and Sphinx .mfc features in, one
+// line per file out, in order, with a clear error in the place of a file it cannot read.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const cli = process.env.ATTNLAB_CLI ?? join(root, 'build/native/attnlab');
+const model = join(root, 'tests/fixtures/speech/las.gguf');
+const audio = (name) => join(root, 'tests/fixtures/audio', name);
+
+function run(args) {
+  const result = spawnSync(cli, args, { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(result.error, undefined, `could not run ${cli}: ${result.error}`);
+  assert.equal(result.signal, null, `${cli} ${args.join(' ')} died of ${result.signal}:\n${result.stderr}`);
+  return result;
+}
+
+test('transcribe --json: characters, and one attention row over the frames per character', () => {
+  const r = run(['transcribe', '--model', model, '--json', audio('speech.wav'), audio('speech.sphinx_fe.mfc')]);
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n').map((line) => JSON.parse(line));
+  assert.deepEqual(lines.map((l) => l.audio), [audio('speech.wav'), audio('speech.sphinx_fe.mfc')]);
+  for (const t of lines) {
+    assert.equal(t.characters.length, t.ids.length);
+    assert.equal(t.characters.join(''), t.text);
+    assert.ok(t.frames > 0);
+    assert.equal(t.frame_seconds, 0.04);
+    assert.equal(t.attention.length, t.characters.length);
+    for (const row of t.attention) {
+      assert.equal(row.length, t.frames);
+      assert.ok(Math.abs(row.reduce((a, b) => a + b, 0) - 1) < 1e-4);
+    }
+  }
+  // sphinx_fe's features of the same clip match the engine's to ~1e-5 (docs/speech.md): the same frames.
+  assert.equal(lines[0].frames, lines[1].frames);
+});
+
+test('transcribe reads every WAV layout the front end does, and the plain output is one line per file', () => {
+  const files = ['synth_8k_pcm8.wav', 'synth_16k_pcm16.wav', 'synth_22k_pcm32.wav', 'synth_32k_pcm24.wav',
+    'synth_44k_stereo_pcm16.wav', 'synth_48k_float32_ext.wav', 'synth_16k_float64.wav'].map(audio);
+  const r = run(['transcribe', '--model', model, ...files]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.split('\n').length, files.length + 1);
+});
+
+test('transcribe answers a bad file with its error in its place, and exits 1', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'attnlab-transcribe-'));
+  try {
+    const text = join(dir, 'notes.wav');
+    writeFileSync(text, 'this is a text file, not audio\n');
+    const r = run(['transcribe', '--model', model, '--json', audio('speech.wav'), text, join(dir, 'missing.wav')]);
+    assert.equal(r.status, 1);
+    const lines = r.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    assert.equal(lines.length, 3);
+    assert.ok(lines[0].text !== undefined);
+    assert.match(lines[1].error, /is not a WAV file \(transcribe reads WAV and Sphinx \.mfc/);
+    assert.match(lines[2].error, /cannot open .*missing\.wav/);
+    assert.match(r.stderr, /attnlab: .*notes\.wav: .*is not a WAV file/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('transcribe refuses models that cannot transcribe, and a call without files', () => {
+  const translator = run(['transcribe', '--model', join(root, 'tests/fixtures/rnn/additive.gguf'), audio('speech.wav')]);
+  assert.equal(translator.status, 1);
+  assert.match(translator.stderr, /cannot transcribe speech/);
+  const none = run(['transcribe', '--model', model]);
+  assert.equal(none.status, 1);
+  assert.match(none.stderr, /transcribe needs at least one AUDIO file/);
+});
