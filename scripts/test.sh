@@ -21,7 +21,7 @@ run_suite() {
 }
 
 make_golden() {
-  PYTHONPATH=python /usr/bin/python3 -m attnlab.golden.tokenizer_random || return 1
+  /usr/bin/python3 -m attnlab.golden.tokenizer_random || return 1
   /usr/bin/python3 -m attnlab.data.prepare && /usr/bin/python3 -m attnlab.golden.tokenizer &&
     /usr/bin/python3 -m attnlab.golden.mobilenet && /usr/bin/python3 -m attnlab.golden.shipped
 }
