@@ -33,7 +33,7 @@ from attnlab.eval.search import caption_split
 from attnlab.nn import show_attend_tell as sat
 from attnlab.paths import FEATURE_DIR
 from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_last_epochs,
-                                restore_training, run)
+                                resume, run)
 
 log = Logger(time_format="%H:%M:%S")    # stdout only: the queue redirects it to OUT.out
 
@@ -208,11 +208,7 @@ def main(argv=None):
         model.load_state_dict(ck["model"])
         log(f"weights from {args.init_from}; fresh optimizer at lr {args.lr}")
     if os.path.exists(last_path):
-        ck = torch.load(last_path, map_location="cpu")
-        if sat.Config(**ck["config"]).to_dict() != cfg.to_dict():
-            sys.exit(f"{last_path} has another configuration {ck['config']}: use another --out")
-        restore_training(ck, model, opt)
-        state = ck["state"]
+        state = resume(last_path, model, opt, sat.Config, cfg, state)
         log(f"resumed from {last_path}: epoch {state['epoch']} batch {state['position']}, best dev BLEU-4 "
             f"{state['best_bleu']:.2f}")
     log(f"{len(data.images['train'])} train images, {len(data.pairs)} captions, dev {len(data.images['dev'])}; "

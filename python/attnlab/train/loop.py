@@ -87,6 +87,18 @@ def keep_last_epochs(out, epoch, keep, save):
         os.remove(old)
 
 
+def resume(last_path, model, optimizer, config_class, cfg, state):
+    """The state to train from: last_path's, with model, optimizer and RNG restored from it, when it exists (it
+    must hold the same configuration: another one exits with a message), else `state` unchanged."""
+    if not os.path.exists(last_path):
+        return state
+    ck = torch.load(last_path, map_location="cpu")
+    if config_class(**ck["config"]).to_dict() != cfg.to_dict():
+        raise SystemExit(f"{last_path} has another configuration {ck['config']}: use another --out")
+    restore_training(ck, model, optimizer)
+    return ck["state"]
+
+
 class WallClock:
     """Training time summed over resumes: the checkpoint stores the total so --max-hours caps the whole run."""
 

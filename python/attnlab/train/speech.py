@@ -28,7 +28,7 @@ from attnlab.data.speech_features import FEATURES_ROOT, load_all
 from attnlab.eval.cer import character_error_rate
 from attnlab.nn import listen_attend_spell as las
 from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_last_epochs,
-                                restore_training, run)
+                                resume, run)
 
 log = Logger(time_format="%Y-%m-%d %H:%M:%S")
 TRAIN_SOURCES = ("an4", "fsdd", "ljspeech", "synth")
@@ -265,11 +265,7 @@ def main(argv=None):
              "train_seconds": 0.0, "history": []}
     last_path = os.path.join(args.out, "last.pt")
     if os.path.exists(last_path):
-        ck = torch.load(last_path, map_location="cpu")
-        if las.Config(**ck["config"]).to_dict() != cfg.to_dict():
-            sys.exit(f"{last_path} has another configuration {ck['config']}: use another --out")
-        restore_training(ck, model, opt)
-        state = ck["state"]
+        state = resume(last_path, model, opt, las.Config, cfg, state)
         log(f"resumed from {last_path}: epoch {state['epoch']} batch {state['position']}, "
             f"best dev CER {state['best_cer']:.2f}")
     hours = sum(item[2] for item in train) / 360000
