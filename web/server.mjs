@@ -96,6 +96,8 @@ export function createAppServer({ modelsDir } = {}) {
       'Content-Type': contentType(path),
       'Content-Length': info.size,
       'Cache-Control': 'no-cache',
+      // The page's offline copy lives in /app/ but must control the whole site, / included.
+      ...(path === join(root, 'web/app/sw.js') && { 'Service-Worker-Allowed': '/' }),
     });
     if (request.method === 'HEAD') return response.end();
     createReadStream(path).pipe(response);

@@ -10,17 +10,20 @@ import { setupCompare } from '/app/tabs/compare.mjs';
 import { setupSelfAttention } from '/app/tabs/selfattention.mjs';
 import { setupCaption } from '/app/tabs/caption.mjs';
 import { setupEngine } from '/app/tabs/engine.mjs';
+import { openRequestedTab } from '/app/widgets/tablist.mjs';
+import { registerOfflineCopy } from '/app/offline.mjs';
 
 // One download and one Model per id for the whole page: every tab shares them (see createModelCache).
-const { getModel } = createModelCache((entry, options) =>
+const { getModel, loaded } = createModelCache((entry, options) =>
   loadModel(modelUrl(entry), { sha256: entry.sha256, bytes: entry.bytes, ...options }));
 
-// The Translate tab's beam width also applies to the Score functions tab.
+// The Translate tab's beam width (the Score functions tab has its own).
 const beam = () => Number(byId('beam-select').value);
 
 async function start() {
   const explain = setupExplain();
-  const engine = setupEngine();
+  const engine = setupEngine({ loaded });
+  registerOfflineCopy();
   setupTabs({ onShow: { explain: explain.render, engine: engine.show } });
 
   let manifest;
@@ -30,11 +33,13 @@ async function start() {
     statusLine('model')(error.message, { error: true });
     return;
   }
+  engine.setManifest(manifest);
   const translators = manifest.filter((entry) => entry.task === 'translate');
   const shared = { getModel, available };
   setupCaption({ entries: manifest.filter((entry) => entry.task === 'caption'), ...shared });
-  setupCompare({ entries: translators, beam, ...shared });
+  setupCompare({ entries: translators, ...shared });
   setupSelfAttention({ entries: translators.filter((entry) => entry.arch === 'transformer'), ...shared });
+  openRequestedTab();  // a shared link's tab, once the tabs its models enable are enabled
   await setupTranslate({
     entries: translators, beam, ...shared,
     onTranslation: explain.show,

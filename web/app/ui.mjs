@@ -44,14 +44,26 @@ export function tokenLabel(piece, { continuation = '' } = {}) {
 // ---------------------------------------------------------------- status lines
 
 // A status line made of #PREFIX-status (the box: .error, data-source "cache" | "network"), #PREFIX-status-text and
-// the <progress> #PREFIX-progress, shown only while there is a fraction to show.
+// the <progress> #PREFIX-progress, shown only while there is a fraction to show. retry: a function to offer as a
+// "Retry" button after the text (a failed download must not be a dead end).
 export function statusLine(prefix) {
-  return (text, { progress = null, source = null, error = false } = {}) => {
+  return (text, { progress = null, source = null, error = false, retry = null } = {}) => {
     byId(`${prefix}-status-text`).textContent = text;
+    const status = byId(`${prefix}-status`);
+    let again = byId(`${prefix}-retry`);
+    if (retry) {
+      if (!again) {
+        again = el('button', { className: 'chip retry', text: 'Retry', attrs: { type: 'button', id: `${prefix}-retry`,
+                                                                                 'data-testid': `${prefix}-retry` } });
+        status.append(again);
+      }
+      again.onclick = () => retry();
+    } else {
+      again?.remove();
+    }
     const bar = byId(`${prefix}-progress`);
     bar.hidden = progress === null;
     if (progress !== null) bar.value = progress;
-    const status = byId(`${prefix}-status`);
     status.classList.toggle('error', error);
     if (source) status.dataset.source = source;
     else delete status.dataset.source;
@@ -137,7 +149,9 @@ export function createModelCache(load) {
     });
   }
 
-  return { getModel, has: (id) => records.has(id) };
+  // loaded(): the ids whose Model is ready, for the Engine tab.
+  const loaded = () => [...records].filter(([, record]) => record.settled).map(([id]) => id);
+  return { getModel, has: (id) => records.has(id), loaded };
 }
 
 // ---------------------------------------------------------------- a tab's model loader
@@ -149,9 +163,10 @@ export function createModelCache(load) {
  * isReady(entry): the last load() was for this entry and it finished.
  *
  * getModel, available: the page's shared cache and check; setStatus: a statusLine(); noneText: what to say when
- * there is no entry; isCurrent(entry): whether the tab still shows this entry.
+ * there is no entry; isCurrent(entry): whether the tab still shows this entry; retry(): what the status line's
+ * Retry button does after a failed load (the tab's own select, which also re-enables its controls).
  */
-export function createModelLoader({ getModel, available, setStatus, noneText, isCurrent }) {
+export function createModelLoader({ getModel, available, setStatus, noneText, isCurrent, retry = null }) {
   let controller = null;
   let ready = null;
 
@@ -187,7 +202,7 @@ export function createModelLoader({ getModel, available, setStatus, noneText, is
       ready = entry;
       return model;
     } catch (error) {
-      if (!mine.signal.aborted) setStatus(error.message, { error: true });
+      if (!mine.signal.aborted) setStatus(error.message, { error: true, retry: retry ?? (() => load(entry)) });
       return null;
     }
   }

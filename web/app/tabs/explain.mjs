@@ -64,8 +64,9 @@ export function setupExplain() {
 
   return {
     show(translation, entry) {
-      last = { translation, entry };
+      last = translation ? { translation, entry } : null;  // null: the Translate tab's result is gone
       selectedRow = 0;
+      byId('explain-empty').textContent = 'Translate a sentence first (the Translate tab).';
     },
     select(row) {
       selectedRow = row;

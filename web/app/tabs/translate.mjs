@@ -1,11 +1,15 @@
-// The Translate tab: a translator from the manifest, a sentence in, the translation and its alignment out: the
-// heatmap and the two token lines, linked so that hovering a word (or a cell) lights what it attends to.
+// The Translate tab: a translator from the manifest, a sentence (or a paragraph, translated sentence by sentence)
+// in, the translation and its alignment out: the heatmap and the two token lines, linked so that hovering or
+// tapping a word (or a cell) lights what it attends to. Errors and notices sit next to the control they are
+// about; a result never outlives the input, model or beam it was made with.
 import { matrixRow } from '/lib/index.mjs';
 import { byId, el, showError, tokenLabel, continuesWord, statusLine, createModelLoader } from '/app/ui.mjs';
 import { COMPARE_GROUP } from '/app/manifest.mjs';
-import { clearHeatmap, drawHeatmap, lightHeatmap } from '/app/widgets/heatmap.mjs';
+import { clearHeatmap, drawHeatmap, drawHeatmapTools, lightHeatmap } from '/app/widgets/heatmap.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { renderSamples } from '/app/widgets/samples.mjs';
+import { noticesFor, splitSentences, clipInput } from '/app/widgets/text.mjs';
+import { publish, restoreFor } from '/app/share.mjs';
 
 // Sample sentences per language pair (the key is "src-tgt", then "src").
 const SAMPLES = {
@@ -24,8 +28,9 @@ const setStatus = statusLine('model');
 
 /**
  * entries: the manifest's translators; the picker lists the main ones (one per language pair; the score-function
- * variants live in their tab). beam(): the beam width picked. onTranslation(translation, entry): each new result;
- * onExplain(row): a click on output token `row`. Resolves once the first model is loaded (or found missing).
+ * variants live in their tab). beam(): the beam width picked. onTranslation(translation | null, entry): each new
+ * result (null: the last one is gone); onExplain(row): "Explain this word" for output token `row`. Resolves once
+ * the first model is loaded (or found missing).
  */
 export async function setupTranslate({ entries, getModel, available, beam, onTranslation, onExplain }) {
   const select = byId('model-select');
@@ -33,41 +38,182 @@ export async function setupTranslate({ entries, getModel, available, beam, onTra
   const button = byId('translate-run');
   const pickable = entries.filter((entry) => entry.arch === 'bahdanau' && entry.group !== COMPARE_GROUP);
   const currentEntry = () => pickedEntry(select, pickable);
+  const state = {
+    results: null,      // [{ sentence, translation }] of the input shown, or null
+    sentence: 0,        // the sentence whose heatmap is shown
+    pinned: null,       // the output token tapped / clicked (stays lit)
+    runs: 0,            // counts runs: a run that a newer one replaced draws nothing
+  };
   const loader = createModelLoader({
     getModel, available, setStatus, noneText: 'No models yet.', isCurrent: (entry) => currentEntry() === entry,
+    retry: () => selectModel(),
   });
+
+  const share = () => publish('translate', {
+    model: currentEntry()?.id, beam: beam(), text: input.value,
+    sentence: state.results && state.results.length > 1 ? state.sentence + 1 : null,
+    word: state.pinned === null ? null : state.pinned + 1,
+  });
+
+  function clearResult() {
+    state.results = null;
+    state.pinned = null;
+    byId('translate-result').hidden = true;
+    byId('translate-timing').textContent = '';
+    onTranslation(null, null);
+  }
 
   async function translate() {
     const entry = currentEntry();
+    const run = ++state.runs;
     showError(byId('translate-error'), null);
     if (!entry) return;
+    const sentences = splitSentences(input.value, entry.src);
+    if (sentences.length === 0) {
+      clearResult();
+      showError(byId('translate-error'), new Error('Type a sentence to translate (the box is empty).'));
+      return;
+    }
     button.disabled = true;
     button.setAttribute('aria-busy', 'true');
     try {
       const model = await getModel(entry);
       const started = performance.now();
-      const translation = await model.translate(input.value, { beam: beam() });
-      byId('translate-timing').textContent = `${Math.round(performance.now() - started)} ms`;
-      onTranslation(translation, entry);
-      render(translation, entry, onExplain);
+      const results = [];
+      for (const sentence of sentences) {
+        results.push({ sentence, translation: await model.translate(sentence, { beam: beam() }) });
+      }
+      if (run !== state.runs) return;
+      byId('translate-timing').textContent = `${Math.round(performance.now() - started)} ms` +
+        (results.length > 1 ? ` · ${results.length} sentences, one call each` : '');
+      state.results = results;
+      state.sentence = 0;
+      state.pinned = null;
+      render(entry);
     } catch (error) {
+      if (run !== state.runs) return;
+      clearResult();
       showError(byId('translate-error'), error);
+      if (error?.code) byId('translate-error').dataset.code = error.code;
     } finally {
       button.disabled = !loader.isReady(currentEntry());  // another model may have been picked meanwhile
       button.removeAttribute('aria-busy');
+      share();
     }
   }
+
+  function render(entry) {
+    const { results } = state;
+    const t = results[state.sentence].translation;
+    byId('translate-result').hidden = false;
+    const output = byId('translate-output');
+    output.replaceChildren(...results.map(({ translation }, k) => {
+      const part = el('span', { className: `sentence-out${k === state.sentence && results.length > 1 ? ' current' : ''}`,
+                                text: translation.text });
+      return k ? [' ', part] : [part];
+    }).flat());
+    output.lang = entry.tgt;
+    drawSentencePicker(entry);
+    const notes = results.flatMap(({ translation }, k) => noticesFor(translation, {
+      what: results.length > 1 ? `Sentence ${k + 1}` : 'The translation',
+    }));
+    const box = byId('translate-notices');
+    box.replaceChildren(...notes.map((text) => el('p', { className: 'notice', text })));
+    box.hidden = notes.length === 0;
+    drawHeatmap(byId('translate-heatmap'), t, entry, {
+      onHover: (node) => linkFromNode(node, t), onLeave: () => relink(t),
+      label: results.length > 1 ? `Alignment of sentence ${state.sentence + 1}` : 'Alignment heatmap',
+    });
+    drawHeatmapTools(byId('translate-tools'), t, entry, {
+      name: `attnlab-${entry.id}-heatmap${results.length > 1 ? `-${state.sentence + 1}` : ''}`, title: t.text,
+    });
+    drawTokenLines(t, entry);
+    onTranslation(t, entry);
+    relink(t);
+  }
+
+  function drawSentencePicker(entry) {
+    const box = byId('translate-sentences');
+    const { results } = state;
+    box.hidden = results.length < 2;
+    box.replaceChildren();
+    if (results.length < 2) return;
+    box.append(el('span', { className: 'muted small', text: `${results.length} sentences, each translated on its own:` }));
+    results.forEach(({ sentence }, k) => {
+      const chip = el('button', { className: 'chip', text: `${k + 1}. ${sentence.length > 40 ? `${sentence.slice(0, 38)}…` : sentence}`,
+                                  attrs: { type: 'button', role: 'radio', lang: entry.src, 'aria-checked': String(k === state.sentence),
+                                           title: sentence } });
+      chip.addEventListener('click', () => {
+        state.sentence = k;
+        state.pinned = null;
+        render(entry);
+        share();
+      });
+      box.append(chip);
+    });
+  }
+
+  function drawTokenLines(t, entry) {
+    const make = (boxId, pieces, side, lang) => {
+      const box = byId(boxId);
+      box.replaceChildren();
+      pieces.forEach((piece, k) => {
+        const token = el('button', { className: `token${pieceClass(piece)}`, text: tokenLabel(piece),
+                                     attrs: { type: 'button', lang, [`data-${side}`]: k,
+                                              'aria-label': `${side === 'row' ? 'output' : 'source'} token ${tokenLabel(piece)}` } });
+        token.addEventListener('pointerenter', (event) => { if (event.pointerType === 'mouse') linkFromNode(token, t); });
+        token.addEventListener('focus', () => linkFromNode(token, t));
+        token.addEventListener('pointerleave', (event) => { if (event.pointerType === 'mouse') relink(t); });
+        token.addEventListener('blur', () => relink(t));
+        if (side === 'row') {
+          // A tap or click selects the word (it stays lit, and the URL names it); Explain opens its numbers.
+          token.setAttribute('aria-pressed', 'false');
+          token.addEventListener('click', () => {
+            state.pinned = state.pinned === k ? null : k;
+            relink(t);
+            share();
+          });
+        }
+        box.append(token);
+      });
+    };
+    make('source-tokens', t.sourceTokens, 'col', entry.src);
+    make('target-tokens', t.targetTokens, 'row', entry.tgt);
+  }
+
+  // Back to the pinned word's links (or none) once the pointer or focus leaves.
+  function relink(t) {
+    clearLinks();
+    const explain = byId('translate-explain');
+    document.querySelectorAll('#target-tokens .token').forEach((token, k) => token.setAttribute('aria-pressed', String(k === state.pinned)));
+    if (state.pinned === null) {
+      explain.hidden = true;
+      return;
+    }
+    linkFromNode({ dataset: { row: String(state.pinned) } }, t, { clear: false });
+    explain.hidden = false;
+    explain.textContent = `Explain “${tokenLabel(t.targetTokens[state.pinned])}” step by step →`;
+  }
+
+  byId('translate-explain').addEventListener('click', () => { if (state.pinned !== null) onExplain(state.pinned); });
 
   const showSamples = (entry) => {
     if (entry) renderSamples(byId('samples'), samplesFor(entry), { lang: entry.src, input, button, run: translate });
     else byId('samples').replaceChildren();
   };
 
-  async function selectModel() {
+  // A new model: the old result is gone at once, and the same input is translated again once the model is ready.
+  async function selectModel({ rerun = state.results !== null } = {}) {
     const entry = currentEntry();
     button.disabled = true;
     showSamples(entry);
-    if (await loader.load(entry)) button.disabled = false;
+    if (state.results) clearResult();
+    showError(byId('translate-error'), null);
+    share();
+    if (await loader.load(entry)) {
+      button.disabled = false;
+      if (rerun && input.value.trim()) await translate();
+    }
   }
 
   button.addEventListener('click', translate);
@@ -77,7 +223,18 @@ export async function setupTranslate({ entries, getModel, available, beam, onTra
       if (!button.disabled) translate();
     }
   });
-  select.addEventListener('change', selectModel);
+  input.addEventListener('input', () => {
+    clipInput(input, byId('translate-input-notice'));
+    // What is shown no longer matches the box: clear it rather than show a stale figure.
+    if (state.results) clearResult();
+    showError(byId('translate-error'), null);
+    share();
+  });
+  select.addEventListener('change', () => selectModel());
+  byId('beam-select').addEventListener('change', () => {
+    share();
+    if (state.results && !button.disabled) translate();
+  });
 
   const first = fillModelPicker(select, pickable, available);
   if (!first) {
@@ -87,48 +244,40 @@ export async function setupTranslate({ entries, getModel, available, beam, onTra
     showSamples(pickable[0]);
     return;
   }
-  input.value = samplesFor(first)[0] ?? '';
-  await selectModel();
-}
-
-function render(t, entry, onExplain) {
-  byId('translate-result').hidden = false;
-  const output = byId('translate-output');
-  output.textContent = t.text;
-  output.lang = entry.tgt;
-  drawHeatmap(byId('translate-heatmap'), t, entry, { onHover: (node) => linkFromNode(node, t), onLeave: clearLinks });
-  drawTokenLines(t, entry, onExplain);
-}
-
-function drawTokenLines(t, entry, onExplain) {
-  const make = (boxId, pieces, side, lang) => {
-    const box = byId(boxId);
-    box.replaceChildren();
-    pieces.forEach((piece, k) => {
-      const token = el('button', { className: `token${pieceClass(piece)}`, text: tokenLabel(piece),
-                                   attrs: { type: 'button', lang, [`data-${side}`]: k,
-                                            'aria-label': `${side === 'row' ? 'output' : 'source'} token ${tokenLabel(piece)}` } });
-      token.addEventListener('pointerenter', () => linkFromNode(token, t));
-      token.addEventListener('focus', () => linkFromNode(token, t));
-      token.addEventListener('pointerleave', clearLinks);
-      token.addEventListener('blur', clearLinks);
-      token.addEventListener('click', () => {
-        if (side === 'row') onExplain(k);
-      });
-      box.append(token);
-    });
-  };
-  make('source-tokens', t.sourceTokens, 'col', entry.src);
-  make('target-tokens', t.targetTokens, 'row', entry.tgt);
+  const saved = restoreFor('translate');
+  const savedEntry = saved && pickable.find((entry) => entry.id === saved.get('model') && available(entry));
+  if (savedEntry) select.value = savedEntry.id;
+  if (saved?.get('beam') && [...byId('beam-select').options].some((o) => o.value === saved.get('beam'))) {
+    byId('beam-select').value = saved.get('beam');
+  }
+  input.value = saved?.get('text') ?? samplesFor(currentEntry())[0] ?? '';
+  clipInput(input, byId('translate-input-notice'));
+  await selectModel({ rerun: false });
+  if (saved?.get('text') && !button.disabled) {
+    await translate();
+    const entry = currentEntry();
+    const sentence = Number(saved.get('sentence')) - 1;
+    if (state.results && sentence > 0 && sentence < state.results.length) {
+      state.sentence = sentence;
+      render(entry);
+    }
+    const word = Number(saved.get('word')) - 1;
+    const t = state.results?.[state.sentence].translation;
+    if (t && word >= 0 && word < t.targetTokens.length) {
+      state.pinned = word;
+      relink(t);
+    }
+    share();
+  }
 }
 
 // Highlights what a row (output token) attends to, or which output tokens attend to a column (source token),
 // with the weight as intensity, in the token lines and the heatmap at once.
-function linkFromNode(node, t) {
+function linkFromNode(node, t, { clear = true } = {}) {
   const row = node?.dataset?.row !== undefined ? Number(node.dataset.row) : null;
   const col = node?.dataset?.col !== undefined ? Number(node.dataset.col) : null;
   if (row === null && col === null) return;
-  clearLinks();
+  if (clear) clearLinks();
   const { rows, cols } = t.attention;
   const sources = document.querySelectorAll('#source-tokens .token');
   const targets = document.querySelectorAll('#target-tokens .token');
@@ -145,7 +294,7 @@ function linkFromNode(node, t) {
 }
 
 function clearLinks() {
-  document.querySelectorAll('.token').forEach((token) => {
+  document.querySelectorAll('#tab-translate .token').forEach((token) => {
     token.style.removeProperty('--link');
     token.classList.remove('active');
   });

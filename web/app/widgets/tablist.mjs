@@ -1,6 +1,7 @@
 // The tab strip (WAI-ARIA tabs pattern): buttons [role="tab"][data-tab] that each show their aria-controls panel,
 // with arrow keys, Home and End moving between the enabled ones.
 import { byId } from '/app/ui.mjs';
+import { requestedTab, showTab } from '/app/share.mjs';
 
 /** Wires every tab button; onShow[name]() runs each time the tab with data-tab="name" is selected. */
 export function setupTabs({ onShow = {} } = {}) {
@@ -13,6 +14,8 @@ export function setupTabs({ onShow = {} } = {}) {
       byId(other.getAttribute('aria-controls')).hidden = !selected;
     }
     if (focus) tab.focus();
+    tab.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+    showTab(tab.dataset.tab);
     onShow[tab.dataset.tab]?.();
   };
   for (const tab of tabs) {
@@ -26,6 +29,25 @@ export function setupTabs({ onShow = {} } = {}) {
       select(enabled[(next + enabled.length) % enabled.length], true);
     });
   }
+  watchOverflow(document.querySelector('.tabs'));
+}
+
+/** Shows the tab a shared link names, if it exists and is enabled. */
+export function openRequestedTab() {
+  const tab = document.querySelector(`[role="tab"][data-tab="${CSS.escape(requestedTab() ?? '')}"]`);
+  if (tab && !tab.disabled && tab.getAttribute('aria-selected') !== 'true') tab.click();
+}
+
+// A tab strip wider than the screen (a phone) scrolls; a fade at the edge that hides tabs says so.
+function watchOverflow(strip) {
+  if (!strip) return;
+  const update = () => {
+    strip.classList.toggle('more-right', strip.scrollLeft + strip.clientWidth < strip.scrollWidth - 2);
+    strip.classList.toggle('more-left', strip.scrollLeft > 2);
+  };
+  strip.addEventListener('scroll', update, { passive: true });
+  new ResizeObserver(update).observe(strip);
+  update();
 }
 
 /** Turns a "soon" tab (disabled until the manifest lists its models) into a working one. */
