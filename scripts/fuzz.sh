@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer targets (fuzz/fuzz_*.cpp) built with clang 14 + ASan + UBSan into build/fuzz.
 #   bash scripts/fuzz.sh --short   each target over its seed corpus fuzz/corpus/<target>/ plus a few seconds of
-#                                  fuzzing (all four in <= 80 s); exit 1 on any finding. Part of npm test.
+#                                  fuzzing (all five in <= 100 s); exit 1 on any finding. Part of npm test.
 #   bash scripts/fuzz.sh --long    each target for 10 minutes (npm run fuzz), one after another, niced; new inputs
 #                                  go to build/fuzz/corpus/<target>/, findings to build/fuzz/findings/<target>/.
 #   bash scripts/fuzz.sh --build   build only.   ATTNLAB_FUZZ_SECONDS overrides the per-target time.
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 mode=${1:---short}
-targets=(fuzz_gguf fuzz_tokenizer fuzz_image fuzz_wav)
+targets=(fuzz_gguf fuzz_tokenizer fuzz_image fuzz_wav fuzz_flac)
 build=build/fuzz
 
 if [ ! -f "$build/CMakeCache.txt" ]; then

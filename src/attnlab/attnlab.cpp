@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "attnlab/audio/features.hpp"
+#include "attnlab/audio/flac.hpp"
 #include "attnlab/decode/search.hpp"
 #include "attnlab/error.hpp"
 #include "attnlab/image/preprocess.hpp"
@@ -281,6 +282,13 @@ Transcription Model::transcribe(const float* samples, std::size_t count, int sam
     out.spectrogram_frames = static_cast<int>(features.log_mel.shape()[0]);
     out.spectrogram.assign(features.log_mel.data(), features.log_mel.data() + features.log_mel.size());
     return out;
+}
+
+Transcription Model::transcribe_file_bytes(const uint8_t* bytes, std::size_t size,
+                                           const TranscribeOptions& options) const {
+    (void)recognizer(impl_->speech, impl_->architecture);  // a translator is refused before its input is decoded
+    const audio::Audio decoded = audio::parse_audio(bytes, size);
+    return transcribe(decoded.samples.data(), decoded.samples.size(), decoded.sample_rate, options);
 }
 
 Transcription Model::transcribe_features(const float* mfcc, int frames, int coefficients,

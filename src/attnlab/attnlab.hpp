@@ -146,6 +146,10 @@ public:
     // (> kMaxTranscribeSeconds) or non-finite audio, an unsupported rate or bad options.
     Transcription transcribe(const float* samples, std::size_t count, int sample_rate,
                              const TranscribeOptions& options = {}) const;
+    // Transcribes the bytes of a WAV or FLAC file (audio::parse_audio decodes them); throws attnlab::Error for
+    // anything else, and for what transcribe() refuses.
+    Transcription transcribe_file_bytes(const uint8_t* bytes, std::size_t size,
+                                        const TranscribeOptions& options = {}) const;
     // From Sphinx MFCCs [frames, coefficients] row-major (an AN4 .mfc file's contents), without the front end.
     Transcription transcribe_features(const float* mfcc, int frames, int coefficients,
                                       const TranscribeOptions& options = {}) const;

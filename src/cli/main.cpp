@@ -13,6 +13,7 @@
 
 #include "attnlab/attnlab.hpp"
 #include "attnlab/audio/features.hpp"
+#include "attnlab/audio/flac.hpp"
 #include "attnlab/audio/wav.hpp"
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
@@ -39,8 +40,8 @@ constexpr const char* kUsage =
     "                                            caption JPEG/PNG images, one line per image\n"
     "                                            (--no-repeat-ngram: 0 off, 2..8; default: the model's)\n"
     "  transcribe --model FILE [--beam N] [--json] AUDIO...\n"
-    "                                            transcribe WAV files (PCM 8/16/24/32-bit or float, any\n"
-    "                                            channels, 8..48 kHz) or Sphinx .mfc features, one line each\n";
+    "                                            transcribe WAV (PCM 8/16/24/32-bit or float, any channels,\n"
+    "                                            8..48 kHz), FLAC or Sphinx .mfc features, one line each\n";
 
 struct Arguments {
     std::string model;
@@ -253,7 +254,7 @@ std::vector<uint8_t> read_file(const std::string& path) {
     return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// A WAV file is decoded and run through the front end; a .mfc file holds the features already.
+// A WAV or FLAC file is decoded and run through the front end; a .mfc file holds the features already.
 attnlab::Transcription transcribe_file(const attnlab::Model& model, const std::string& path,
                                        const attnlab::TranscribeOptions& options) {
     const std::vector<uint8_t> bytes = read_file(path);
@@ -262,11 +263,11 @@ attnlab::Transcription transcribe_file(const attnlab::Model& model, const std::s
         return model.transcribe_features(mfcc.data(), static_cast<int>(mfcc.shape()[0]),
                                          static_cast<int>(mfcc.shape()[1]), options);
     }
-    attnlab::check(attnlab::audio::looks_like_wav(bytes.data(), bytes.size()),
-                   path + " is not a WAV file (transcribe reads WAV and Sphinx .mfc; convert FLAC or MP3 with "
-                          "sox or flac -d first)");
-    const attnlab::audio::Audio audio = attnlab::audio::parse_wav(bytes.data(), bytes.size());
-    return model.transcribe(audio.samples.data(), audio.samples.size(), audio.sample_rate, options);
+    attnlab::check(attnlab::audio::looks_like_wav(bytes.data(), bytes.size()) ||
+                       attnlab::audio::looks_like_flac(bytes.data(), bytes.size()),
+                   path + " is not a WAV or FLAC file (transcribe reads WAV, FLAC and Sphinx .mfc; convert MP3 or "
+                          "Ogg with sox or ffmpeg first)");
+    return model.transcribe_file_bytes(bytes.data(), bytes.size(), options);
 }
 
 // A duration as its shortest exact decimal (0.04, not the float 0.0399999991).

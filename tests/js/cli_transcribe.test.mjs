@@ -1,10 +1,10 @@
 // `attnlab transcribe` as a user runs it, on the tiny speech fixture (python/attnlab/golden/speech.py) and the
-// front end's audio fixtures (python/attnlab/golden/audio.py): WAV in any layout and Sphinx .mfc features in, one
-// line per file out, in order, with a clear error in the place of a file it cannot read.
+// front end's audio fixtures (python/attnlab/golden/audio.py, flac.py): WAV in any layout, FLAC and Sphinx .mfc
+// features in, one line per file out, in order, with a clear error in the place of a file it cannot read.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,6 +49,32 @@ test('transcribe reads every WAV layout the front end does, and the plain output
   assert.equal(r.stdout.split('\n').length, files.length + 1);
 });
 
+test('transcribe reads FLAC (flac and sox encodings) to the transcript and attention of the WAV it was made from', () => {
+  const pairs = [['flac/speech.flac', 'speech.wav'], ['flac/speech_sox.flac', 'speech.wav'],
+    ['flac/stereo_44k.flac', 'synth_44k_stereo_pcm16.wav'], ['flac/pcm24_32k.flac', 'synth_32k_pcm24.wav'],
+    ['flac/mixed.flac', 'flac/mixed.wav']];
+  const r = run(['transcribe', '--model', model, '--json', '--beam', '3', ...pairs.flat().map(audio)]);
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n').map((line) => JSON.parse(line));
+  assert.equal(lines.length, pairs.length * 2);
+  for (let i = 0; i < pairs.length; ++i) {
+    const [flac, wav] = [lines[2 * i], lines[2 * i + 1]];
+    assert.equal(flac.text, wav.text, pairs[i][0]);
+    assert.deepEqual(flac.ids, wav.ids, pairs[i][0]);
+    assert.deepEqual(flac.attention, wav.attention, pairs[i][0]);  // the same samples, so the same numbers
+  }
+  const damaged = mkdtempSync(join(tmpdir(), 'attnlab-flac-'));
+  try {
+    const cut = join(damaged, 'cut.flac');
+    writeFileSync(cut, readFileSync(audio('flac/speech.flac')).subarray(0, 3000));
+    const bad = run(['transcribe', '--model', model, cut]);
+    assert.equal(bad.status, 1);
+    assert.match(bad.stderr, /attnlab: .*cut\.flac: FLAC: truncated/);
+  } finally {
+    rmSync(damaged, { recursive: true, force: true });
+  }
+});
+
 test('transcribe answers a bad file with its error in its place, and exits 1', () => {
   const dir = mkdtempSync(join(tmpdir(), 'attnlab-transcribe-'));
   try {
@@ -59,9 +85,9 @@ test('transcribe answers a bad file with its error in its place, and exits 1', (
     const lines = r.stdout.trim().split('\n').map((line) => JSON.parse(line));
     assert.equal(lines.length, 3);
     assert.ok(lines[0].text !== undefined);
-    assert.match(lines[1].error, /is not a WAV file \(transcribe reads WAV and Sphinx \.mfc/);
+    assert.match(lines[1].error, /is not a WAV or FLAC file \(transcribe reads WAV, FLAC and Sphinx \.mfc/);
     assert.match(lines[2].error, /cannot open .*missing\.wav/);
-    assert.match(r.stderr, /attnlab: .*notes\.wav: .*is not a WAV file/);
+    assert.match(r.stderr, /attnlab: .*notes\.wav: .*is not a WAV or FLAC file/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
