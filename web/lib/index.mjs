@@ -7,15 +7,15 @@
 // In a browser the engine runs in a module Web Worker (one per model); in Node it runs in this thread. Either way
 // every method returns a promise, calls on one model run one at a time in call order, and every error is a
 // rejected promise with a message.
-import { callEngine, loadEngine } from './engine.mjs';
+import { absoluteWasmPaths, callEngine, env, importNodeBuiltin, loadEngine, startEngineWorker, wasmUrl } from './engine.mjs';
 import { asBytes, createEngineModel, validateCaptionOptions, validateTranslate, wrongTask } from './core.mjs';
 import { checkBitmap, isImageBitmap, toPixels } from './image.mjs';
 import { CACHE_NAME, download, sha256Hex, verifySha256 } from './download.mjs';
+import { isModelName, resolveModelName } from './models.mjs';
 
-export { loadEngine, download, sha256Hex, CACHE_NAME };
+export { loadEngine, download, sha256Hex, CACHE_NAME, env };
 
 const isNode = typeof process === 'object' && typeof process.versions === 'object' && !!process.versions.node;
-const wasmUrl = new URL('../dist/attnlab.wasm', import.meta.url);
 
 /**
  * { version, simd, wasm, limits }: which engine build is running (in this realm), and the limits it enforces on
@@ -30,7 +30,7 @@ export async function engineInfo() {
 let wasmBytesPromise = null;
 function wasmBytes() {
   if (!wasmBytesPromise) {
-    wasmBytesPromise = download(wasmUrl).then(({ bytes }) => bytes, (error) => {
+    wasmBytesPromise = download(wasmUrl()).then(({ bytes }) => bytes, (error) => {
       wasmBytesPromise = null;
       throw error;
     });
@@ -49,7 +49,7 @@ async function fetchModelBytes(source, options) {
   if (typeof source === 'string' || source instanceof URL) {
     if (isNode && isLocalPath(source)) {
       if (signal?.aborted) throw new Error(`attnlab: loading ${source} was aborted`);
-      const { readFile } = await import('node:fs/promises');
+      const { readFile } = await importNodeBuiltin('fs/promises');
       let bytes;
       try {
         bytes = new Uint8Array(await readFile(source, { signal }));
@@ -240,19 +240,26 @@ export async function loadModel(source, options = {}) {
   const useWorker = options.useWorker ?? canUseWorker;
   if (useWorker && !canUseWorker) throw new Error('attnlab: Web Workers are not available here; pass useWorker: false');
 
+  if (isModelName(source)) {  // a name from a models/manifest.json (models.mjs), loaded with its size and SHA-256
+    const { url, sha256, bytes } = await resolveModelName(source, options);
+    source = url;
+    options = { ...options, sha256, bytes };
+  }
   const { bytes, fromCache, transferable } = await fetchModelBytes(source, options);
   if (options.signal?.aborted) throw new Error('attnlab: loading the model was aborted');
-  if (!useWorker) {
+  if (useWorker) await wasmBytes();  // first, so a failed engine download leaves no worker behind
+  const worker = useWorker ? startEngineWorker() : null;
+  if (!worker) {
     const wasmBinary = isNode ? undefined : await wasmBytes();
     return new DirectModel(await createEngineModel(bytes, { wasmBinary }), fromCache);
   }
   const wasmBinary = (await wasmBytes()).slice();  // each worker gets its own copy
   const payload = transferable ? bytes : bytes.slice();
-  const worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module', name: 'attnlab engine' });
   const model = new WorkerModel(worker);
   try {
     ({ info: model.info, limits: model.limits } =
-      await model.call('load', { bytes: payload, wasmBinary }, [payload.buffer, wasmBinary.buffer]));
+      await model.call('load', { bytes: payload, wasmBinary, wasmPaths: absoluteWasmPaths() },
+                       [payload.buffer, wasmBinary.buffer]));
   } catch (error) {
     model.terminate();
     throw error;

@@ -4,14 +4,16 @@
 // mallocBytes }, for scripts/soak.mjs). Messages out: { id, result } or { id, error: message }. Requests run one after another in
 // arrival order, so concurrent calls queue.
 import { createEngineModel } from './core.mjs';
+import { env } from './engine.mjs';
 import { isImageBitmap, pixelsFromBitmap } from './image.mjs';
 
 let model = null;
 let queue = Promise.resolve();
 
 const methods = {
-  async load({ bytes, wasmBinary }) {
+  async load({ bytes, wasmBinary, wasmPaths }) {
     if (model) throw new Error('attnlab: this worker already holds a model');
+    if (wasmPaths) env.wasmPaths = wasmPaths;  // the page's setting: where the glue is
     model = await createEngineModel(bytes, { wasmBinary });
     return { info: model.info, limits: model.limits };
   },
