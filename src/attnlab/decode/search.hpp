@@ -1,6 +1,7 @@
 #pragma once
 // Greedy and beam search over any model that can take one decoder step. Each hypothesis carries its own
 // attention history, so the result has the alignment of exactly the tokens it returns.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -21,6 +22,32 @@ struct DecoderState {
 };
 using StatePtr = std::shared_ptr<const DecoderState>;
 
+// What one batched step produces, row r for the batch's row r. The buffers keep their storage between steps, so
+// a search allocates them once.
+struct BatchOutput {
+    int rows = 0;
+    int vocab = 0;         // V
+    int length = 0;        // S
+    int context_size = 0;  // dv; 0 if the model has no context vector
+    std::vector<float> logits;   // [rows × V]
+    std::vector<float> weights;  // [rows × S] attention weights (stage 2)
+    std::vector<float> scores;   // [rows × S] raw attention scores (stage 1)
+    std::vector<float> context;  // [rows × dv] context vectors (stage 3)
+
+    void reshape(int rows, int vocab, int length, int context_size);
+    float* logits_row(int r) { return logits.data() + static_cast<std::size_t>(r) * vocab; }
+    float* weights_row(int r) { return weights.data() + static_cast<std::size_t>(r) * length; }
+    float* scores_row(int r) { return scores.data() + static_cast<std::size_t>(r) * length; }
+    float* context_row(int r) { return context.data() + static_cast<std::size_t>(r) * context_size; }
+};
+
+// The states of the live hypotheses, one row each, in the decoder's own layout (a model that batches keeps them
+// as matrices, so one step reads every weight once for all rows).
+struct DecoderBatch {
+    virtual ~DecoderBatch() = default;
+    int rows = 0;
+};
+
 class Decoder {
 public:
     virtual ~Decoder() = default;
@@ -30,6 +57,18 @@ public:
     virtual StatePtr initial_state() const = 0;
     // The state after feeding token (y_{i-1}) to state (s_{i-1}); out gets the logits for y_i and the attention.
     virtual StatePtr step(const DecoderState& state, int32_t token, StepOutput& out) const = 0;
+
+    // The batched interface the searches use (SearchOptions::batched). Its defaults keep one StatePtr per row and
+    // call step() row by row, so a decoder that implements only step() decodes exactly as before; RnnDecoder and
+    // TransformerDecoder override all three to step every row in one pass over the weights.
+    //
+    // One row holding initial_state(), with room for `capacity` rows.
+    virtual std::unique_ptr<DecoderBatch> start_batch(int capacity) const;
+    // Feeds tokens[r] to row r, for every row, in place; out gets each row's logits and attention.
+    virtual void step_batch(DecoderBatch& batch, const int32_t* tokens, BatchOutput& out) const;
+    // Row r becomes what row parents[r] was, for r < count (count <= capacity; a parent may be chosen several
+    // times or not at all): the beam's back-pointers.
+    virtual void select_batch(DecoderBatch& batch, const int32_t* parents, int count) const;
 };
 
 constexpr int kMaxBeam = 64;           // the widest SearchOptions::beam
@@ -42,11 +81,15 @@ struct SearchOptions {
     float max_length_ratio = 1.5f;   // at most max_length_ratio · |source| + max_length_extra target tokens
     int max_length_extra = 10;
     int no_repeat_ngram = 0;         // >= 2: never emit a token that repeats an n-gram of this size (0 or 1: off)
+    bool batched = true;             // step all live hypotheses at once (Decoder::step_batch); false: each one
+                                     // alone through Decoder::step (the batch-1 reference the tests compare with)
 };
 
 // Sets log p = -inf for every token that would complete an n-gram `tokens` already holds (n < 2: none); the
 // searches apply it to each row's log-probabilities before choosing (python/attnlab/nn/decoding.py's ban_repeated_ngrams).
 void ban_repeated_ngrams(const std::vector<int32_t>& tokens, int n, std::vector<float>& log_probabilities);
+// The same on raw buffers: tokens [count], log_probabilities [vocab].
+void ban_repeated_ngrams(const int32_t* tokens, std::size_t count, int n, float* log_probabilities, int vocab);
 
 struct Hypothesis {
     std::vector<int32_t> tokens;                 // without BOS and EOS

@@ -25,11 +25,23 @@ struct RnnState : decode::DecoderState {
     Vector s;  // [H]
 };
 
+struct RnnBatch final : decode::DecoderBatch {
+    int capacity = 0;
+    std::vector<float> states, next_states;  // [capacity, H]
+    RnnStepScratch scratch;
+};
+
+RnnBatch& rnn_batch(decode::DecoderBatch& batch) {
+    auto* rows = dynamic_cast<RnnBatch*>(&batch);
+    if (!rows) fail("RnnDecoder: the batch does not come from this decoder's start_batch");
+    return *rows;
+}
+
 }  // namespace
 
 void embedding_row(const nn::Linear& table, int32_t id, float* out) {
-    check(id >= 0 && id < table.out,
-          "token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(table.out));
+    if (!(id >= 0 && id < table.out))
+        fail("token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(table.out));
     if (table.quantized()) {
         const int blocks_per_row = table.in / kernels::kQ8BlockSize;
         kernels::dequantize_q8_0(table.weight_q8.data() + static_cast<std::size_t>(id) * blocks_per_row, table.in, out);
@@ -118,6 +130,71 @@ void rnn_step(const RnnSeq2Seq& model, const RnnEncoded& encoded, int32_t token,
     out.weights.assign(attention.weights.begin(), attention.weights.end());
     out.scores.assign(attention.scores.begin(), attention.scores.end());
     out.context.assign(attention.context.begin(), attention.context.end());
+}
+
+void RnnStepScratch::reserve(const RnnSeq2SeqConfig& c, int capacity) {
+    const std::size_t rows = static_cast<std::size_t>(capacity), memory = 2 * static_cast<std::size_t>(c.encoder_hidden);
+    gru_input.resize(rows * (c.embedding + memory));
+    deep_input.resize(rows * (c.decoder_hidden + memory + c.embedding));
+    deep.resize(rows * c.embedding);
+    gates.resize(rows * 6 * c.decoder_hidden);
+}
+
+void rnn_step_rows(const RnnSeq2Seq& model, const RnnEncoded& encoded, const int32_t* tokens, int rows,
+                   const float* states, float* next_states, float* logits, float* weights, float* scores,
+                   float* context, RnnStepScratch& scratch) {
+    const RnnSeq2SeqConfig& c = model.config;
+    const std::size_t memory = 2 * static_cast<std::size_t>(c.encoder_hidden), emb = c.embedding,
+                      H = c.decoder_hidden, gru_width = emb + memory, deep_width = H + memory + emb;
+    if (scratch.gates.size() < static_cast<std::size_t>(rows) * 6 * H) scratch.reserve(c, rows);
+    // Row r of x = [E_tgt[y_{i-1}] ; c_i] is its GRU input; the deep output reads [s_i ; c_i ; E_tgt[y_{i-1}]].
+    for (int r = 0; r < rows; ++r) embedding_row(model.target_embedding, tokens[r], scratch.gru_input.data() + r * gru_width);
+    nn::attend_rows(model.attention, encoded.keys, states, rows, encoded.memory, nullptr, scores, weights, context);
+    for (int r = 0; r < rows; ++r)
+        std::copy_n(context + r * memory, memory, scratch.gru_input.data() + r * gru_width + emb);
+    nn::gru_step_rows(model.decoder, scratch.gru_input.data(), states, rows, next_states, scratch.gates.data());
+    for (int r = 0; r < rows; ++r) {
+        float* deep_input = scratch.deep_input.data() + r * deep_width;
+        std::copy_n(next_states + r * H, H, deep_input);
+        std::copy_n(context + r * memory, memory, deep_input + H);
+        std::copy_n(scratch.gru_input.data() + r * gru_width, emb, deep_input + H + memory);
+    }
+    nn::linear_batched(model.deep_output, scratch.deep_input.data(), rows, scratch.deep.data());
+    kernels::activate(scratch.deep.data(), static_cast<std::size_t>(rows) * emb, kernels::Activation::tanh);
+    nn::linear_batched(model.target_embedding, scratch.deep.data(), rows, logits);
+}
+
+std::unique_ptr<decode::DecoderBatch> RnnDecoder::start_batch(int capacity) const {
+    const std::size_t H = static_cast<std::size_t>(model_.config.decoder_hidden);
+    auto batch = std::make_unique<RnnBatch>();
+    batch->capacity = std::max(capacity, 1);
+    batch->states.resize(batch->capacity * H);
+    batch->next_states.resize(batch->capacity * H);
+    std::copy_n(encoded_.initial_state.data(), H, batch->states.data());
+    batch->scratch.reserve(model_.config, batch->capacity);
+    batch->rows = 1;
+    return batch;
+}
+
+void RnnDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* tokens, decode::BatchOutput& out) const {
+    RnnBatch& b = rnn_batch(batch);
+    const RnnSeq2SeqConfig& c = model_.config;
+    out.reshape(b.rows, c.target_vocab, source_length(), 2 * c.encoder_hidden);
+    rnn_step_rows(model_, encoded_, tokens, b.rows, b.states.data(), b.next_states.data(), out.logits.data(),
+                  out.weights.data(), out.scores.data(), out.context.data(), b.scratch);
+    b.states.swap(b.next_states);
+}
+
+void RnnDecoder::select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const {
+    RnnBatch& b = rnn_batch(batch);
+    if (!(count >= 0 && count <= b.capacity)) fail("RnnDecoder::select_batch: more rows than the batch holds");
+    const std::size_t H = static_cast<std::size_t>(model_.config.decoder_hidden);
+    for (int r = 0; r < count; ++r) {
+        if (!(parents[r] >= 0 && parents[r] < b.rows)) fail("RnnDecoder::select_batch: a parent row outside the batch");
+        std::copy_n(b.states.data() + parents[r] * H, H, b.next_states.data() + r * H);
+    }
+    b.states.swap(b.next_states);
+    b.rows = count;
 }
 
 decode::StatePtr RnnDecoder::initial_state() const {

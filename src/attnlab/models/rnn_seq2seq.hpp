@@ -9,6 +9,7 @@
 //             t_i = tanh(W_t [s_i ; c_i ; E_tgt[y_{i-1}]] + b_t)            [emb]
 //             logits_i = E_tgt t_i + b_out                                  [V_tgt] (output tied to E_tgt)
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,22 @@ RnnEncoded rnn_encode(const RnnSeq2Seq& model, const std::vector<int32_t>& sourc
 void rnn_step(const RnnSeq2Seq& model, const RnnEncoded& encoded, int32_t token, const float* state,
               float* next_state, decode::StepOutput& out);
 
+// Buffers of a batched step for up to `capacity` rows, allocated once per search.
+struct RnnStepScratch {
+    std::vector<float> gru_input;   // [rows, emb + 2E]
+    std::vector<float> deep_input;  // [rows, H + 2E + emb]
+    std::vector<float> deep;        // [rows, emb]
+    std::vector<float> gates;       // [rows, 6H]
+    void reserve(const RnnSeq2SeqConfig& config, int capacity);
+};
+
+// rnn_step for `rows` hypotheses at once: tokens [rows], states [rows, H] -> next_states [rows, H] (may not alias),
+// logits [rows, V_tgt], weights and scores [rows, S], context [rows, 2E]. Row r equals rnn_step on row r up to the
+// summation order of linear_batched (bit for bit with one row, and with Q8_0 weights), reading each weight once.
+void rnn_step_rows(const RnnSeq2Seq& model, const RnnEncoded& encoded, const int32_t* tokens, int rows,
+                   const float* states, float* next_states, float* logits, float* weights, float* scores,
+                   float* context, RnnStepScratch& scratch);
+
 // Adapts the model and one encoded sentence to the search.
 class RnnDecoder : public decode::Decoder {
 public:
@@ -73,6 +90,10 @@ public:
     int source_length() const override { return static_cast<int>(encoded_.memory.shape()[0]); }
     decode::StatePtr initial_state() const override;
     decode::StatePtr step(const decode::DecoderState& state, int32_t token, decode::StepOutput& out) const override;
+    // All rows in one pass over the weights (rnn_step_rows); states as a [rows, H] matrix.
+    std::unique_ptr<decode::DecoderBatch> start_batch(int capacity) const override;
+    void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, decode::BatchOutput& out) const override;
+    void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
 
 private:
     const RnnSeq2Seq& model_;

@@ -78,6 +78,43 @@ struct TransformerState final : decode::DecoderState {
     std::vector<nn::KVCache> self_kv;  // per decoder layer, rows [0, t) in use
 };
 
+// The live hypotheses of a batched search. Every row has its own self-attention caches (one per layer) in a pool
+// of `capacity` sets; slot[r] names row r's set. All rows are at the same position (the search steps them in
+// lockstep), so one position row serves the whole step.
+struct TransformerBatch final : decode::DecoderBatch {
+    int capacity = 0;
+    int position = 0;                                 // t: the position the next step writes
+    std::vector<std::vector<nn::KVCache>> caches;     // [capacity][L]
+    std::vector<int> slot, next_slot, free_slots;     // row -> cache set
+    std::vector<int> children;                        // per old row: how many new rows chose it
+    // Step buffers, [capacity, ·]
+    std::vector<float> g, x, q, k, v, concat, a, hidden, position_row;
+    std::vector<float> head_weights;   // [H, max(t+1, S)] one row's per-head softmax
+    std::vector<float> head_scores;    // [S]
+};
+
+TransformerBatch& transformer_batch(decode::DecoderBatch& batch) {
+    auto* rows = dynamic_cast<TransformerBatch*>(&batch);
+    if (!rows) fail("TransformerDecoder: the batch does not come from this decoder's start_batch");
+    return *rows;
+}
+
+void ensure_rows(nn::KVCache& cache, int rows, int d) {
+    if (cache.k.dimension() == 2 && static_cast<int>(cache.k.shape()[0]) >= rows) return;
+    const std::size_t capacity = std::max<std::size_t>(std::size_t(rows), 2 * (cache.k.dimension() == 2 ? cache.k.shape()[0] : 0));
+    for (Matrix* m : {&cache.k, &cache.v}) {
+        Matrix bigger = Matrix::from_shape({capacity, std::size_t(d)});
+        if (cache.length) std::memcpy(bigger.data(), m->data(), sizeof(float) * std::size_t(cache.length) * d);
+        *m = std::move(bigger);
+    }
+}
+
+template <typename T>
+T* grown(std::vector<T>& buffer, std::size_t size) {
+    if (buffer.size() < size) buffer.resize(size);
+    return buffer.data();
+}
+
 }  // namespace
 
 void sinusoidal_position(int position, int d_model, float* out) {
@@ -275,6 +312,150 @@ decode::StatePtr TransformerDecoder::step(const decode::DecoderState& state, int
     for (int h = 0; h < H; ++h) kernels::axpy(S, 1.0f / float(H), last.data() + std::size_t(h) * S, out.weights.data());
     out.scores = std::move(attention.last_cross_scores);
     return child;
+}
+
+std::unique_ptr<decode::DecoderBatch> TransformerDecoder::start_batch(int capacity) const {
+    const TransformerConfig& c = model_.config;
+    auto batch = std::make_unique<TransformerBatch>();
+    batch->capacity = std::max(capacity, 1);
+    batch->caches.resize(batch->capacity);
+    for (std::vector<nn::KVCache>& set : batch->caches)
+        for (const TransformerDecoderLayer& layer : model_.decoder) set.push_back(nn::make_kv_cache(layer.self_attention, 16));
+    batch->slot.assign(1, 0);
+    batch->next_slot.reserve(batch->capacity);
+    batch->free_slots.reserve(batch->capacity);
+    batch->children.reserve(batch->capacity);
+    const std::size_t rows = batch->capacity, d = c.d_model;
+    for (std::vector<float>* buffer : {&batch->g, &batch->x, &batch->q, &batch->k, &batch->v, &batch->concat, &batch->a})
+        buffer->resize(rows * d);
+    batch->hidden.resize(rows * c.feed_forward);
+    batch->position_row.resize(d);
+    batch->head_scores.resize(std::max(source_length(), 1));
+    batch->rows = 1;
+    return batch;
+}
+
+void TransformerDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* tokens, decode::BatchOutput& out) const {
+    TransformerBatch& b = transformer_batch(batch);
+    const TransformerConfig& c = model_.config;
+    const int n = b.rows, d = c.d_model, H = c.heads, L = c.decoder_layers, S = source_length(), t = b.position;
+    const std::size_t nd = std::size_t(n) * d;
+    out.reshape(n, c.target_vocab, S, 0);
+    float* head_weights = grown(b.head_weights, std::size_t(H) * std::max(t + 1, S));
+
+    // g = E_tgt[y]·√d + PE[t], the residual stream of every row
+    const float scale = static_cast<float>(std::sqrt(static_cast<double>(d)));
+    sinusoidal_position(t, d, b.position_row.data());
+    for (int r = 0; r < n; ++r) {
+        float* row = b.g.data() + std::size_t(r) * d;
+        embedding_row(model_.target_embedding, tokens[r], row);
+        for (int i = 0; i < d; ++i) row[i] = row[i] * scale + b.position_row[i];
+    }
+    for (int l = 0; l < L; ++l) {
+        const TransformerDecoderLayer& layer = model_.decoder[l];
+        // Causal self-attention: append this position's keys and values to each row's cache, attend over [0, t].
+        const nn::MultiHeadAttention& self = layer.self_attention;
+        layer_norm(layer.norm1, b.g.data(), n, d, c.norm_epsilon, b.x.data());
+        nn::linear_batched(self.q, b.x.data(), n, b.q.data());
+        nn::linear_batched(self.k, b.x.data(), n, b.k.data());
+        nn::linear_batched(self.v, b.x.data(), n, b.v.data());
+        for (int r = 0; r < n; ++r) {
+            nn::KVCache& cache = b.caches[b.slot[r]][l];
+            ensure_rows(cache, t + 1, d);
+            std::memcpy(cache.k.data() + std::size_t(t) * d, b.k.data() + std::size_t(r) * d, sizeof(float) * d);
+            std::memcpy(cache.v.data() + std::size_t(t) * d, b.v.data() + std::size_t(r) * d, sizeof(float) * d);
+            cache.length = t + 1;
+            nn::mha_attend_projected(self, b.q.data() + std::size_t(r) * d, cache, t + 1, nullptr,
+                                     b.concat.data() + std::size_t(r) * d, head_weights);
+        }
+        nn::linear_batched(self.out, b.concat.data(), n, b.a.data());
+        kernels::axpy(static_cast<int>(nd), 1.0f, b.a.data(), b.g.data());
+
+        // Cross-attention over the sentence's keys and values, projected once by transformer_encode.
+        const nn::MultiHeadAttention& cross = layer.cross_attention;
+        const nn::KVCache& memory = encoded_.cross_kv[l];
+        const bool last = l == L - 1;
+        layer_norm(layer.norm2, b.g.data(), n, d, c.norm_epsilon, b.x.data());
+        nn::linear_batched(cross.q, b.x.data(), n, b.q.data());
+        const int hd = cross.head_dim();
+        for (int r = 0; r < n; ++r) {
+            const float* q = b.q.data() + std::size_t(r) * d;
+            nn::mha_attend_projected(cross, q, memory, S, nullptr, b.concat.data() + std::size_t(r) * d, head_weights);
+            if (!last) continue;
+            // The generic single-row view (as TransformerDecoder::step gives it): the heads' mean weights and
+            // their mean q·k_j/√hd.
+            float* weights = out.weights_row(r);
+            float* scores = out.scores_row(r);
+            std::fill(weights, weights + S, 0.0f);
+            std::fill(scores, scores + S, 0.0f);
+            const float score_scale = 1.0f / (std::sqrt(float(hd)) * float(H));
+            for (int h = 0; h < H; ++h) {
+                kernels::axpy(S, 1.0f / float(H), head_weights + std::size_t(h) * S, weights);
+                kernels::gemv(S, hd, memory.k.data() + h * hd, d, q + h * hd, b.head_scores.data());
+                kernels::axpy(S, score_scale, b.head_scores.data(), scores);
+            }
+        }
+        nn::linear_batched(cross.out, b.concat.data(), n, b.a.data());
+        kernels::axpy(static_cast<int>(nd), 1.0f, b.a.data(), b.g.data());
+
+        // Feed-forward
+        const FeedForward& ff = layer.feed_forward;
+        layer_norm(layer.norm3, b.g.data(), n, d, c.norm_epsilon, b.x.data());
+        nn::linear_batched(ff.up, b.x.data(), n, b.hidden.data());
+        kernels::activate(b.hidden.data(), std::size_t(n) * ff.up.out, kernels::Activation::relu);
+        nn::linear_batched(ff.down, b.hidden.data(), n, b.a.data());
+        kernels::axpy(static_cast<int>(nd), 1.0f, b.a.data(), b.g.data());
+    }
+    layer_norm(model_.decoder_norm, b.g.data(), n, d, c.norm_epsilon, b.x.data());
+    nn::linear_batched(model_.target_embedding, b.x.data(), n, out.logits.data());
+    b.position = t + 1;
+}
+
+void TransformerDecoder::select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const {
+    TransformerBatch& b = transformer_batch(batch);
+    if (!(count >= 0 && count <= b.capacity)) fail("TransformerDecoder::select_batch: more rows than the batch holds");
+    b.children.assign(b.rows, 0);
+    for (int r = 0; r < count; ++r) {
+        if (!(parents[r] >= 0 && parents[r] < b.rows))
+            fail("TransformerDecoder::select_batch: a parent row outside the batch");
+        ++b.children[parents[r]];
+    }
+    // Sets of rows nobody continues, and sets no row holds yet, take the copies.
+    b.free_slots.clear();
+    std::vector<int>& held = b.next_slot;  // reused below as the new slot list
+    held.assign(b.capacity, 0);
+    for (int r = 0; r < b.rows; ++r) held[b.slot[r]] = 1;
+    for (int s = 0; s < b.capacity; ++s)
+        if (!held[s]) b.free_slots.push_back(s);
+    for (int r = 0; r < b.rows; ++r)
+        if (b.children[r] == 0) b.free_slots.push_back(b.slot[r]);
+    // The first child of a row takes over its caches; each further child gets a copy of rows [0, t).
+    held.clear();
+    const int d = model_.config.d_model;
+    const std::size_t used = std::size_t(b.position) * d;
+    for (int r = 0; r < count; ++r) {
+        const int parent = parents[r];
+        if (b.children[parent] > 0) {
+            b.children[parent] = -1;  // taken
+            held.push_back(b.slot[parent]);
+            continue;
+        }
+        const int copy = b.free_slots.back();
+        b.free_slots.pop_back();
+        std::vector<nn::KVCache>& to = b.caches[copy];
+        const std::vector<nn::KVCache>& from = b.caches[b.slot[parent]];
+        for (std::size_t l = 0; l < to.size(); ++l) {
+            ensure_rows(to[l], b.position + 1, d);
+            if (used) {
+                std::memcpy(to[l].k.data(), from[l].k.data(), sizeof(float) * used);
+                std::memcpy(to[l].v.data(), from[l].v.data(), sizeof(float) * used);
+            }
+            to[l].length = b.position;
+        }
+        held.push_back(copy);
+    }
+    b.slot.swap(b.next_slot);
+    b.rows = count;
 }
 
 void transformer_output_attention(const Transformer& model, const TransformerEncoded& encoded,

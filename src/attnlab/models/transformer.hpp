@@ -10,6 +10,7 @@
 // Decoding is incremental: each layer's self-attention keeps a key/value cache of the positions decoded so far
 // and the cross-attention keys/values of the memory are projected once per sentence, so one step costs O(t).
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "attnlab/decode/search.hpp"
@@ -114,6 +115,12 @@ public:
     int source_length() const override { return static_cast<int>(encoded_.memory.shape()[0]); }
     decode::StatePtr initial_state() const override;
     decode::StatePtr step(const decode::DecoderState& state, int32_t token, decode::StepOutput& out) const override;
+    // All rows in one pass over the weights: every projection and the output layer are one linear_batched over
+    // [rows, d]; each row attends over its own self-attention caches (appended in place, handed to the child row
+    // by select_batch without a copy unless two children share a parent) and the sentence's cross K/V.
+    std::unique_ptr<decode::DecoderBatch> start_batch(int capacity) const override;
+    void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, decode::BatchOutput& out) const override;
+    void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
 
 private:
     const Transformer& model_;

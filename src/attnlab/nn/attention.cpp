@@ -88,6 +88,37 @@ PreparedKeys prepare_keys(const AttentionParams& params, const Matrix& keys) {
     return prepared;
 }
 
+namespace {
+
+// hidden[s] = tanh(W_q q + b_q + W_k k_s + b_k) for all s at once, then e = hidden · v: one gemv.
+// query_part [A] = W_q q + b_q; hidden: scratch [S, A].
+void additive_scores(const AttentionParams& params, const PreparedKeys& keys, const float* query_part, float* hidden,
+                     float* scores) {
+    const int S = keys.length, A = params.attention_dim();
+    const float* projected = keys.projected.data();
+    for (int s = 0; s < S; ++s) {
+        const float* key_part = projected + std::size_t(s) * A;  // [A], prepared once per sentence
+        float* row = hidden + std::size_t(s) * A;
+        for (int a = 0; a < A; ++a) row[a] = query_part[a] + key_part[a];
+    }
+    kernels::activate(hidden, std::size_t(S) * A, kernels::Activation::tanh);
+    kernels::gemv(S, A, hidden, A, params.v.data(), scores);
+}
+
+void apply_mask(int S, const uint8_t* mask, float* scores) {
+    if (mask)
+        for (int s = 0; s < S; ++s)
+            if (!mask[s]) scores[s] = -std::numeric_limits<float>::infinity();
+}
+
+std::vector<float>& scratch(int which, std::size_t size) {
+    thread_local std::vector<float> buffers[2];
+    if (buffers[which].size() < size) buffers[which].resize(size);
+    return buffers[which];
+}
+
+}  // namespace
+
 // query [dq] -> scores [S]
 void attention_scores(const AttentionParams& params, const PreparedKeys& keys, const float* query, const uint8_t* mask,
                       float* scores) {
@@ -123,23 +154,13 @@ void attention_scores(const AttentionParams& params, const PreparedKeys& keys, c
             break;
         }
         case Score::additive: {
-            // hidden[s] = tanh(W_q q + b_q + W_k k_s + b_k) for all s at once, then e = hidden · v: one gemv.
-            const int A = params.attention_dim();
-            std::vector<float> query_part(A), hidden(std::size_t(S) * A);
+            std::vector<float> query_part(params.attention_dim()), hidden(std::size_t(S) * params.attention_dim());
             linear(params.query_proj, query, 1, query_part.data());  // [A]
-            for (int s = 0; s < S; ++s) {
-                const float* key_part = projected + std::size_t(s) * A;  // [A], prepared once per sentence
-                float* row = hidden.data() + std::size_t(s) * A;
-                for (int a = 0; a < A; ++a) row[a] = query_part[a] + key_part[a];
-            }
-            kernels::activate(hidden.data(), hidden.size(), kernels::Activation::tanh);
-            kernels::gemv(S, A, hidden.data(), A, params.v.data(), scores);
+            additive_scores(params, keys, query_part.data(), hidden.data(), scores);
             break;
         }
     }
-    if (mask)
-        for (int s = 0; s < S; ++s)
-            if (!mask[s]) scores[s] = -std::numeric_limits<float>::infinity();
+    apply_mask(S, mask, scores);
 }
 
 // scores [S] -> weights [S]
@@ -173,6 +194,34 @@ AttentionResult attend(const AttentionParams& params, const PreparedKeys& keys, 
     attention_weights(result.scores.data(), keys.length, mask, result.weights.data());
     attention_context(result.weights.data(), values, result.context.data());
     return result;
+}
+
+void attend_rows(const AttentionParams& params, const PreparedKeys& keys, const float* queries, int count,
+                 const Matrix& values, const uint8_t* mask, float* scores, float* weights, float* context) {
+    if (!(values.dimension() == 2 && rows(values) == keys.length))
+        fail("attend_rows: values have " + std::to_string(rows(values)) + " rows but there are " +
+             std::to_string(keys.length) + " keys");
+    const int S = keys.length, dv = cols(values);
+    if (params.score == Score::additive && S > 0) {
+        if (!(keys.score == Score::additive && rows(keys.projected) == S && cols(keys.projected) == params.attention_dim()))
+            fail("attend_rows: the prepared keys do not match the attention parameters (use prepare_keys)");
+        const int A = params.attention_dim();
+        float* query_part = scratch(0, std::size_t(count) * A).data();  // [rows, A]
+        float* hidden = scratch(1, std::size_t(S) * A).data();         // [S, A]
+        linear_batched(params.query_proj, queries, count, query_part);
+        for (int r = 0; r < count; ++r) {
+            float* row_scores = scores + std::size_t(r) * S;
+            additive_scores(params, keys, query_part + std::size_t(r) * A, hidden, row_scores);
+            apply_mask(S, mask, row_scores);
+        }
+    } else {
+        for (int r = 0; r < count; ++r)
+            attention_scores(params, keys, queries + std::size_t(r) * params.query_dim, mask, scores + std::size_t(r) * S);
+    }
+    for (int r = 0; r < count; ++r) {
+        attention_weights(scores + std::size_t(r) * S, S, mask, weights + std::size_t(r) * S);
+        attention_context(weights + std::size_t(r) * S, values, context + std::size_t(r) * dv);
+    }
 }
 
 AttentionParams load_attention(const gguf::File& file, const std::string& prefix, Score score, int query_dim,

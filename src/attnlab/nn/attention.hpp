@@ -78,6 +78,13 @@ void attention_context(const float* weights, const Matrix& values, float* contex
 AttentionResult attend(const AttentionParams& params, const PreparedKeys& keys, const float* query,
                        const Matrix& values, const uint8_t* mask);
 
+// All three stages for `rows` independent queries over the same keys (a batched decoder step, one row per
+// hypothesis): queries [count, dq] -> scores [count, S], weights [count, S], context [count, dv]. Row r is
+// attend(params, keys, query_r, values, mask) up to the summation order of the additive query projection, which
+// is one linear_batched for all rows (each weight read once). Allocates nothing once its scratch has grown.
+void attend_rows(const AttentionParams& params, const PreparedKeys& keys, const float* queries, int count,
+                 const Matrix& values, const uint8_t* mask, float* scores, float* weights, float* context);
+
 // Loads what the score needs: additive "<prefix>.W_q.weight" [A, dq] (+ ".bias" if present),
 // "<prefix>.W_k.weight" [A, dk] (+ ".bias"), "<prefix>.v.weight" [1, A]; general "<prefix>.W_k.weight" [dq, dk];
 // cosine "<prefix>.gain" [1] if present. attention_dim is A (additive only; ignored otherwise).

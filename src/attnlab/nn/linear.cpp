@@ -9,6 +9,38 @@
 
 namespace attnlab::nn {
 
+namespace {
+
+// The widened panel of the f16 GEMM path, reused between calls (the engine is single-threaded; thread_local
+// keeps that an assumption rather than a race): a batched decoder step calls it for every weight, every step.
+std::vector<float>& f16_panel(std::size_t size) {
+    thread_local std::vector<float> panel;
+    if (panel.size() < size) panel.resize(size);
+    return panel;
+}
+
+// x [rows, in] -> y [rows, out] through the f32 GEMM on panels of widened halves: the conversion is paid once
+// per panel, not once per input row.
+void linear_f16_rows(const Linear& layer, const float* x, int rows, float* y) {
+    constexpr int kPanelRows = 64;
+    std::vector<float>& panel = f16_panel(std::size_t(kPanelRows) * layer.in);
+    for (int begin = 0; begin < layer.out; begin += kPanelRows) {
+        const int count = std::min(kPanelRows, layer.out - begin);
+        kernels::f16_to_f32_n(layer.weight_f16.data() + std::size_t(begin) * layer.in, std::size_t(count) * layer.in,
+                              panel.data());
+        kernels::gemm_nt(rows, count, layer.in, x, layer.in, panel.data(), layer.in, y + begin, layer.out);
+    }
+}
+
+const float* packed_q8_scales(const Linear& layer) {
+    const std::size_t groups = (std::size_t(layer.out) + 3) / 4;
+    return layer.weight_q8_scales.size() == groups * (layer.in / kernels::kQ8BlockSize) * 4
+               ? layer.weight_q8_scales.data()
+               : nullptr;
+}
+
+}  // namespace
+
 void validate(const Linear& layer, const std::string& what) {
     if (!(layer.in > 0 && layer.out > 0))
         fail(what + ": linear layer has no shape (in " + std::to_string(layer.in) + ", out " +
@@ -42,10 +74,7 @@ void linear(const Linear& layer, const float* x, int rows, float* y) {
         // (docs/performance.md: engine BLEU unchanged). Several rows (encoders, batched inputs) keep the
         // float-activation GEMM, which dequantizes a panel once and reuses it across rows.
         if (rows == 1) {
-            const std::size_t groups = (std::size_t(layer.out) + 3) / 4;
-            const bool packed = layer.weight_q8_scales.size() == groups * (layer.in / kernels::kQ8BlockSize) * 4;
-            kernels::gemv_q8_q8(layer.out, layer.in, layer.weight_q8.data(), x, y, false,
-                                packed ? layer.weight_q8_scales.data() : nullptr);
+            kernels::gemv_q8_q8(layer.out, layer.in, layer.weight_q8.data(), x, y, false, packed_q8_scales(layer));
         } else {
             kernels::gemm_nt_q8(rows, layer.out, layer.in, x, layer.in, layer.weight_q8.data(), y, layer.out);
         }
@@ -53,22 +82,39 @@ void linear(const Linear& layer, const float* x, int rows, float* y) {
         if (rows == 1) {
             kernels::gemv_f16(layer.out, layer.in, layer.weight_f16.data(), x, y);
         } else {
-            // Several rows: widen a panel of weight rows at a time and run the f32 GEMM on it, so the conversion
-            // is paid once per panel, not once per input row.
-            constexpr int kPanelRows = 64;
-            std::vector<float> panel(std::size_t(kPanelRows) * layer.in);
-            for (int begin = 0; begin < layer.out; begin += kPanelRows) {
-                const int count = std::min(kPanelRows, layer.out - begin);
-                kernels::f16_to_f32_n(layer.weight_f16.data() + std::size_t(begin) * layer.in,
-                                      std::size_t(count) * layer.in, panel.data());
-                kernels::gemm_nt(rows, count, layer.in, x, layer.in, panel.data(), layer.in, y + begin, layer.out);
-            }
+            linear_f16_rows(layer, x, rows, y);
         }
     } else {
         if (rows == 1)
             kernels::gemv(layer.out, layer.in, layer.weight.data(), layer.in, x, y);
         else
             kernels::gemm_nt(rows, layer.out, layer.in, x, layer.in, layer.weight.data(), layer.in, y, layer.out);
+    }
+    if (layer.has_bias())
+        kernels::bias_act(rows, layer.out, y, layer.out, layer.bias.data(), kernels::Activation::none);
+}
+
+void linear_batched(const Linear& layer, const float* x, int rows, float* y) {
+    if (rows <= 1 || !layer.quantized()) {
+        linear(layer, x, rows, y);
+        return;
+    }
+    // linear() would take the float-activation GEMM for several Q8_0 rows, but a hypothesis must see the int8
+    // rounding of its batch-1 step. There is no multi-row int8 kernel yet, so the int8 GEMV runs row by row on
+    // chunks of weight rows small enough to stay in L1/L2: each chunk comes from memory once for all rows.
+    // gemv_q8_q8 computes its rows in independent fours, so chunks of a multiple of 4 rows give every output
+    // bit for bit what one call over all rows gives.
+    const std::size_t blocks = std::size_t(layer.in) / kernels::kQ8BlockSize;
+    constexpr std::size_t kChunkBytes = 16 * 1024;
+    const int chunk = static_cast<int>(std::max<std::size_t>(4, kChunkBytes / (blocks * sizeof(kernels::BlockQ8_0)) / 4 * 4));
+    const float* scales = packed_q8_scales(layer);
+    for (int begin = 0; begin < layer.out; begin += chunk) {
+        const int count = std::min(chunk, layer.out - begin);
+        const kernels::BlockQ8_0* weights = layer.weight_q8.data() + std::size_t(begin) * blocks;
+        const float* chunk_scales = scales ? scales + std::size_t(begin / 4) * blocks * 4 : nullptr;
+        for (int r = 0; r < rows; ++r)
+            kernels::gemv_q8_q8(count, layer.in, weights, x + std::size_t(r) * layer.in,
+                                y + std::size_t(r) * layer.out + begin, false, chunk_scales);
     }
     if (layer.has_bias())
         kernels::bias_act(rows, layer.out, y, layer.out, layer.bias.data(), kernels::Activation::none);

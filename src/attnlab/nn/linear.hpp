@@ -36,6 +36,12 @@ void linear(const Linear& layer, const float* x, int rows, float* y);
 // x [rows, in] -> [rows, out]
 Matrix linear(const Linear& layer, const Matrix& x);
 
+// x [rows, in] -> y [rows, out] where the rows are independent batch-1 inputs (a batched decoder step, one row per
+// hypothesis): each row is computed as linear(layer, row, 1, ...) computes it (for Q8_0 weights the same int8
+// activation rounding and float operations, bit for bit; f32 and halves up to the summation order of the GEMM),
+// with the weights read once for all rows. One row is exactly linear(layer, x, 1, y).
+void linear_batched(const Linear& layer, const float* x, int rows, float* y);
+
 // Rows [begin, begin+count) of the layer (weights and bias): splits a fused projection such as
 // nn.MultiheadAttention's in_proj [3d, d] or a recurrent cell's stacked gates.
 Linear slice_rows(const Linear& layer, int begin, int count);

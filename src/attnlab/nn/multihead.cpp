@@ -110,21 +110,29 @@ KVCache mha_precompute_kv(const MultiHeadAttention& mha, const Matrix& memory) {
 void mha_attend_cache(const MultiHeadAttention& mha, const float* x, const KVCache& cache,
                       const uint8_t* key_padding_mask, float* y, Matrix* weights_out) {
     validate(mha);
-    const int d = mha.d_model, H = mha.heads, hd = mha.head_dim(), L = cache.length;
+    const int d = mha.d_model, H = mha.heads, L = cache.length;
     if (!(L >= 0 && cache.k.dimension() == 2 && cache.v.dimension() == 2 && cols(cache.k) == d && cols(cache.v) == d &&
           rows(cache.k) >= L && rows(cache.v) >= L))
         fail("mha_attend_cache: the cache does not match d_model or its length");
-    std::vector<float> q(d), concat(d, 0.0f), weights(std::max(L, 1));
+    std::vector<float> q(d), concat(d), weights;
     linear(mha.q, x, 1, q.data());
     if (weights_out) *weights_out = Matrix::from_shape({std::size_t(H), std::size_t(L)});
-    if (L > 0) {
-        for (int h = 0; h < H; ++h) {
-            attend_one_head(q.data() + h * hd, cache.k.data() + h * hd, cache.v.data() + h * hd, d, L, hd,
-                            key_padding_mask, weights.data(), concat.data() + h * hd);
-            if (weights_out) std::memcpy(weights_out->data() + std::size_t(h) * L, weights.data(), sizeof(float) * L);
-        }
-    }
+    else weights.resize(std::size_t(H) * std::max(L, 1));
+    mha_attend_projected(mha, q.data(), cache, L, key_padding_mask, concat.data(),
+                         weights_out ? weights_out->data() : weights.data());
     linear(mha.out, concat.data(), 1, y);
+}
+
+void mha_attend_projected(const MultiHeadAttention& mha, const float* q, const KVCache& cache, int length,
+                          const uint8_t* key_padding_mask, float* concat, float* weights) {
+    const int d = mha.d_model, hd = mha.head_dim();
+    if (length == 0) {
+        std::fill(concat, concat + d, 0.0f);
+        return;
+    }
+    for (int h = 0; h < mha.heads; ++h)
+        attend_one_head(q + h * hd, cache.k.data() + h * hd, cache.v.data() + h * hd, d, length, hd, key_padding_mask,
+                        weights + std::size_t(h) * length, concat + h * hd);
 }
 
 namespace {

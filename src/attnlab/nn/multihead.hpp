@@ -53,6 +53,13 @@ KVCache mha_precompute_kv(const MultiHeadAttention& mha, const Matrix& memory);
 void mha_attend_cache(const MultiHeadAttention& mha, const float* x, const KVCache& cache,
                       const uint8_t* key_padding_mask, float* y, Matrix* weights_out = nullptr);
 
+// The heads of one query row whose projection q = W_q x + b_q [d] is already computed, over cache rows
+// [0, length): concat [d] = the heads' weighted values side by side (what out_proj reads); weights [heads, length]
+// receives each head's softmax. Allocates nothing: a batched decoder step runs it per row and projects all rows
+// at once. mha_attend_cache is this between its two projections.
+void mha_attend_projected(const MultiHeadAttention& mha, const float* q, const KVCache& cache, int length,
+                          const uint8_t* key_padding_mask, float* concat, float* weights);
+
 // Causal self-attention, one step: appends x's key and value to the cache, then attends over positions
 // [0, t] (t = the new position). Running this for x_0..x_{T-1} equals mha_forward(X, X, null, causal=true).
 // x [d] -> y [d]; weights_out, when not null, becomes [heads, t+1].

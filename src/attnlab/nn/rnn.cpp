@@ -43,18 +43,40 @@ void validate(const LSTMCell& cell) {
     validate_cell(cell, 4, "LSTM");
 }
 
-// input_gates [3H] = W_ih x + b_ih, h [H] -> h_out [H]
-void gru_step_projected(const GRUCell& cell, const float* input_gates, const float* h, float* h_out) {
-    const int H = cell.hidden_size;
-    std::vector<float> hidden_gates(3 * std::size_t(H));  // W_hh h + b_hh   [3H]
-    linear(cell.hh, h, 1, hidden_gates.data());
+namespace {
+
+// input_gates [3H] = W_ih x + b_ih, hidden_gates [3H] = W_hh h + b_hh, h [H] -> h_out [H]
+void gru_gates(int H, const float* input_gates, const float* hidden_gates, const float* h, float* h_out) {
     const float *gi_r = input_gates, *gi_z = input_gates + H, *gi_n = input_gates + 2 * H;
-    const float *gh_r = hidden_gates.data(), *gh_z = gh_r + H, *gh_n = gh_r + 2 * H;
+    const float *gh_r = hidden_gates, *gh_z = gh_r + H, *gh_n = gh_r + 2 * H;
     for (int j = 0; j < H; ++j) {
         const float r = sigmoid(gi_r[j] + gh_r[j]);
         const float z = sigmoid(gi_z[j] + gh_z[j]);
         const float n = std::tanh(gi_n[j] + r * gh_n[j]);
         h_out[j] = (1.0f - z) * n + z * h[j];  // h[j] is read before h_out[j] is written: aliasing is fine
+    }
+}
+
+}  // namespace
+
+// input_gates [3H] = W_ih x + b_ih, h [H] -> h_out [H]
+void gru_step_projected(const GRUCell& cell, const float* input_gates, const float* h, float* h_out) {
+    const int H = cell.hidden_size;
+    std::vector<float> hidden_gates(3 * std::size_t(H));  // W_hh h + b_hh   [3H]
+    linear(cell.hh, h, 1, hidden_gates.data());
+    gru_gates(H, input_gates, hidden_gates.data(), h, h_out);
+}
+
+// x [rows, in], h [rows, H] -> h_out [rows, H]
+void gru_step_rows(const GRUCell& cell, const float* x, const float* h, int rows, float* h_out, float* gates) {
+    const int H = cell.hidden_size;
+    float* input_gates = gates;                                  // [rows, 3H]
+    float* hidden_gates = gates + std::size_t(rows) * 3 * H;     // [rows, 3H]
+    linear_batched(cell.ih, x, rows, input_gates);
+    linear_batched(cell.hh, h, rows, hidden_gates);
+    for (int r = 0; r < rows; ++r) {
+        const std::size_t gate_row = std::size_t(r) * 3 * H, state_row = std::size_t(r) * H;
+        gru_gates(H, input_gates + gate_row, hidden_gates + gate_row, h + state_row, h_out + state_row);
     }
 }
 

@@ -38,6 +38,11 @@ void gru_step(const GRUCell& cell, const float* x, const float* h, float* h_out)
 // Same, with the input half already computed: input_gates [3H] = W_ih x + b_ih.
 void gru_step_projected(const GRUCell& cell, const float* input_gates, const float* h, float* h_out);
 
+// Independent steps of `rows` hypotheses at once (a batched decoder step): x [rows, in], h [rows, H] ->
+// h_out [rows, H] (must not alias h). Row r is gru_step(cell, x_r, h_r) up to the summation order of
+// linear_batched, which reads each weight once for all rows. gates: scratch of at least 6·H·rows floats.
+void gru_step_rows(const GRUCell& cell, const float* x, const float* h, int rows, float* h_out, float* gates);
+
 // x [S, in], h0 [H] or null (zeros) -> all hidden states [S, H] (row s = state after position s, in input
 // order even when reverse). W_ih x for all positions is one GEMM. reverse runs s = S-1 .. 0.
 Matrix gru_sequence(const GRUCell& cell, const Matrix& x, const float* h0 = nullptr, bool reverse = false);

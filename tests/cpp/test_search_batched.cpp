@@ -1,0 +1,204 @@
+// Batched decoding (Decoder::step_batch / select_batch, SearchOptions::batched) against the batch-1 reference
+// (SearchOptions::batched = false: every hypothesis stepped alone through Decoder::step), on the RNN and
+// Transformer fixtures and the shipped f16 and q8_0 translators, for beams 1, 2, 4 and 16; and the batched
+// linear layer against its one-row form.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attnlab/decode/search.hpp"
+#include "attnlab/io/gguf.hpp"
+#include "attnlab/kernels/kernels.hpp"
+#include "attnlab/models/rnn_seq2seq.hpp"
+#include "attnlab/models/transformer.hpp"
+#include "attnlab/nn/linear.hpp"
+#include "attnlab/text/tokenizer.hpp"
+#include "test_support.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+// Summation order is all that may differ (the GEMM instead of the GEMV): attention and context move by float
+// rounding only, and so does log p. With one row, and for Q8_0 weights, the batched step computes the same
+// float operations, so those are compared exactly.
+constexpr float kAttentionTolerance = 1e-4f;
+
+void check_rows(const std::vector<std::vector<float>>& batched, const std::vector<std::vector<float>>& reference,
+                bool exact, const char* what) {
+    REQUIRE(batched.size() == reference.size());
+    for (std::size_t i = 0; i < batched.size(); ++i) {
+        CAPTURE(i);
+        REQUIRE(batched[i].size() == reference[i].size());
+        if (exact)
+            CHECK(batched[i] == reference[i]);
+        else
+            test::check_close(batched[i], reference[i], kAttentionTolerance, 1e-4f, what);
+    }
+}
+
+// Both searches on one decoder; returns the number of tokens, so a caller can see that something was decoded.
+std::size_t check_same_search(const decode::Decoder& decoder, int beam, bool exact) {
+    CAPTURE(beam);
+    decode::SearchOptions options;
+    options.beam = beam;
+    options.batched = false;
+    const decode::Hypothesis reference = decode::search(decoder, options);
+    options.batched = true;
+    const decode::Hypothesis batched = decode::search(decoder, options);
+    CHECK(batched.tokens == reference.tokens);
+    CHECK(batched.finished == reference.finished);
+    if (exact) {
+        CHECK(batched.log_probability == reference.log_probability);
+        CHECK(batched.score == reference.score);
+    } else {
+        CHECK(batched.log_probability == doctest::Approx(reference.log_probability).epsilon(1e-5));
+        CHECK(batched.score == doctest::Approx(reference.score).epsilon(1e-5));
+    }
+    if (batched.tokens == reference.tokens) {
+        check_rows(batched.attention, reference.attention, exact, "attention");
+        check_rows(batched.scores, reference.scores, exact, "scores");
+        check_rows(batched.context, reference.context, exact, "context");
+    }
+    return reference.tokens.size();
+}
+
+const int kBeams[] = {1, 2, 4, 16};
+
+// Source ids of the fixture's own test sentences (the golden generators' inputs).
+std::vector<std::vector<int32_t>> fixture_sentences(const std::string& expected_path) {
+    const gguf::File expected = gguf::File::open(expected_path);
+    std::vector<std::vector<int32_t>> out;
+    for (int i = 0; expected.has("sentence." + std::to_string(i) + ".source_ids"); ++i)
+        out.push_back(expected.get_i32_array("sentence." + std::to_string(i) + ".source_ids"));
+    return out;
+}
+
+std::vector<int32_t> encode(const gguf::File& file, const std::string& text, int eos) {
+    std::vector<int32_t> ids = text::Tokenizer::from_gguf(file, "source").encode(text);
+    ids.push_back(eos);
+    return ids;
+}
+
+const char* const kEnglish[] = {
+    "A man in a blue shirt is standing on a ladder.",
+    "Two dogs are running through the snow.",
+};
+
+// With Q8_0 weights every row of a batched projection is the int8 GEMV's own result; with halves or floats the
+// GEMM sums in another order. One row is always the GEMV.
+bool exact_rows(const nn::Linear& output_layer, int beam) { return beam == 1 || output_layer.quantized(); }
+
+void check_rnn(const std::string& path, const std::vector<std::vector<int32_t>>& sentences) {
+    CAPTURE(path);
+    const gguf::File file = gguf::File::open(path);
+    const models::RnnSeq2Seq model = models::load_rnn_seq2seq(file);
+    REQUIRE(!sentences.empty());
+    std::size_t tokens = 0;
+    for (std::size_t s = 0; s < sentences.size(); ++s) {
+        CAPTURE(s);
+        const models::RnnEncoded encoded = models::rnn_encode(model, sentences[s]);
+        const models::RnnDecoder decoder(model, encoded);
+        for (int beam : kBeams)
+            if (beam < 16 || s == 0) tokens += check_same_search(decoder, beam, exact_rows(model.target_embedding, beam));
+    }
+    CHECK(tokens > 0);
+}
+
+void check_transformer(const std::string& path, const std::vector<std::vector<int32_t>>& sentences) {
+    CAPTURE(path);
+    const gguf::File file = gguf::File::open(path);
+    const models::Transformer model = models::load_transformer(file);
+    REQUIRE(!sentences.empty());
+    std::size_t tokens = 0;
+    for (std::size_t s = 0; s < sentences.size(); ++s) {
+        CAPTURE(s);
+        const models::TransformerEncoded encoded = models::transformer_encode(model, sentences[s]);
+        const models::TransformerDecoder decoder(model, encoded);
+        for (int beam : kBeams)
+            if (beam < 16 || s == 0) tokens += check_same_search(decoder, beam, exact_rows(model.target_embedding, beam));
+    }
+    CHECK(tokens > 0);
+}
+
+std::vector<std::vector<int32_t>> shipped_sentences(const std::string& path, int eos) {
+    const gguf::File file = gguf::File::open(path);
+    std::vector<std::vector<int32_t>> out;
+    for (const char* text : kEnglish) out.push_back(encode(file, text, eos));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("batched search: the RNN fixtures (every score function, f32 and Q8_0) decode as the batch-1 path") {
+    for (const char* score : {"additive", "dot", "general", "cosine"}) {
+        const std::string base = test::source_path(std::string("tests/fixtures/rnn/") + score);
+        check_rnn(base + ".gguf", fixture_sentences(base + ".expected.gguf"));
+    }
+    check_rnn(test::source_path("tests/fixtures/rnn/additive.q8_0.gguf"),
+              fixture_sentences(test::source_path("tests/fixtures/rnn/additive.expected.gguf")));
+}
+
+TEST_CASE("batched search: the Transformer fixture decodes as the batch-1 path") {
+    const std::string path = test::source_path("tests/fixtures/transformer/tiny.gguf");
+    const gguf::File file = gguf::File::open(path);
+    std::vector<std::vector<int32_t>> sentences;
+    for (int i = 0; file.has("test." + std::to_string(i) + ".source_ids"); ++i)
+        sentences.push_back(file.get_i32_array("test." + std::to_string(i) + ".source_ids"));
+    check_transformer(path, sentences);
+}
+
+TEST_CASE("batched search: the shipped RNN (f16 and q8_0) decodes as the batch-1 path") {
+    for (const char* name : {"bahdanau-en-de.f16.gguf", "bahdanau-en-de.q8_0.gguf"}) {
+        const std::string path = test::source_path(std::string("models/weights/") + name);
+        const gguf::File file = gguf::File::open(path);
+        check_rnn(path, shipped_sentences(path, static_cast<int>(file.get_u32("tokenizer.target.eos_token_id"))));
+    }
+}
+
+TEST_CASE("batched search: the shipped Transformer (f16 and q8_0) decodes as the batch-1 path") {
+    for (const char* name : {"transformer-en-de.f16.gguf", "transformer-en-de.q8_0.gguf"}) {
+        const std::string path = test::source_path(std::string("models/weights/") + name);
+        const gguf::File file = gguf::File::open(path);
+        check_transformer(path, shipped_sentences(path, static_cast<int>(file.get_u32("tokenizer.target.eos_token_id"))));
+    }
+}
+
+TEST_CASE("linear_batched: every row as linear() computes it alone (Q8_0 bit for bit, f32 within rounding)") {
+    constexpr int kIn = 96, kOut = 70, kRows = 5;  // 70 rows: the chunks end on a partial group of 4
+    nn::Linear f32;
+    f32.in = kIn;
+    f32.out = kOut;
+    f32.weight = Matrix::from_shape({std::size_t(kOut), std::size_t(kIn)});
+    const std::vector<float> w = test::random_vector(std::size_t(kOut) * kIn, 11);
+    std::copy(w.begin(), w.end(), f32.weight.data());
+    f32.bias = Vector::from_shape({std::size_t(kOut)});
+    const std::vector<float> bias = test::random_vector(kOut, 12);
+    std::copy(bias.begin(), bias.end(), f32.bias.data());
+
+    nn::Linear q8 = f32;
+    q8.weight = Matrix();
+    q8.weight_q8.resize(std::size_t(kOut) * kIn / kernels::kQ8BlockSize);
+    kernels::quantize_q8_0(w.data(), w.size(), q8.weight_q8.data());
+    nn::Linear q8_unpacked = q8;
+    q8.weight_q8_scales = kernels::q8_scales_by4(q8.weight_q8.data(), kOut, kIn);
+
+    const std::vector<float> x = test::random_vector(std::size_t(kRows) * kIn, 13, -2.0f, 2.0f);
+    for (const nn::Linear* layer : {&f32, &q8, &q8_unpacked}) {
+        std::vector<float> batched(std::size_t(kRows) * kOut), one(kOut);
+        nn::linear_batched(*layer, x.data(), kRows, batched.data());
+        for (int r = 0; r < kRows; ++r) {
+            CAPTURE(r);
+            nn::linear(*layer, x.data() + std::size_t(r) * kIn, 1, one.data());
+            const std::vector<float> row(batched.begin() + std::ptrdiff_t(r) * kOut,
+                                         batched.begin() + std::ptrdiff_t(r + 1) * kOut);
+            if (layer->quantized())
+                CHECK(row == one);
+            else
+                test::check_close(row, one, 1e-5f, 1e-5f, "f32 row");
+        }
+    }
+}
