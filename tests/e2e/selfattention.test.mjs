@@ -13,7 +13,9 @@ import { offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
 
 const MODEL = join(repoRoot, 'tests/fixtures/transformer/tiny.gguf');
-const SAMPLE = 'The Law will never be perfect, but its application should be just.';  // the tab's first sample
+// A long-range sentence with "its" (the fixture's tokenizer splits it as "it" + "s"), typed into the box.
+const SAMPLE = 'The Law will never be perfect, but its application should be just.';
+const FIRST_CHIP = 'The woman is holding her baby while she walks.';  // the tab's first sample
 const DPR = 2;
 
 let site;
@@ -77,7 +79,7 @@ test('self-attention tab: model view, head view drawn from the engine, controls 
   await tab.click();
   assert.equal(await tab.getAttribute('aria-selected'), 'true');
   assert.deepEqual(await page.locator('#sa-model option').allTextContents(), ['Transformer EN→DE']);
-  assert.equal(await page.locator('#sa-samples .chip').first().textContent(), SAMPLE);
+  assert.equal(await page.locator('#sa-samples .chip').first().textContent(), FIRST_CHIP);
   await page.locator('[data-testid="sa-run"]:not([disabled])').waitFor({ timeout: 60_000 });
   assert.equal(await page.getByTestId('sa-status').getAttribute('data-source'), 'network');
 

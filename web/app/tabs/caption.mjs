@@ -10,6 +10,10 @@ import {
 } from '/app/ui.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { enableTab, watchPanel } from '/app/widgets/tablist.mjs';
+import { canvasToPng, entropyBits, escapeXml, exportBar, hideTip, legend, makeCellsInspectable, matrixRows,
+         weightLines } from '/app/widgets/figure.mjs';
+import { noticesFor } from '/app/widgets/text.mjs';
+import { publish, restoreFor } from '/app/share.mjs';
 
 const SAMPLES_URL = '/app/samples/samples.json';
 const MAX_DISPLAY_SIDE = 1024;  // the photo and its overlay are drawn at most this large (CSS scales them further)
@@ -22,6 +26,9 @@ const view = {
   input: null,         // canvas holding the pixels that were captioned
   caption: null,       // the engine's last Caption
   selected: 0,         // token whose attention is drawn
+  sample: null,        // the gallery sample captioned (for the URL), null for the visitor's own photo
+  restoreSample: null, // a shared link's sample and word, captioned once the gallery is there
+  restoreWord: null,
   stream: null,        // the camera's MediaStream while it is open
   cameraRequest: 0,    // counts camera requests: one still pending when this moved on was cancelled
   busy: false,
@@ -29,7 +36,39 @@ const view = {
 };
 
 const setStatus = statusLine('cap');
-const showError = (error) => showErrorIn(byId('cap-error'), error);
+// An error replaces the result it is about: a new photo's error never sits under the last photo's caption.
+const showError = (error) => {
+  if (error) clearResult();
+  showErrorIn(byId('cap-error'), error);
+};
+
+function clearResult() {
+  view.caption = null;
+  byId('cap-result').hidden = true;
+  hideTip();
+}
+
+function share() {
+  publish('caption', {
+    model: currentEntry()?.id, beam: byId('cap-beam').value, sample: view.sample,
+    word: view.caption ? view.selected + 1 : null,
+  });
+}
+
+// The word shown first: the one whose attention is most concentrated (lowest entropy over the grid), since the
+// first word ("a") looks everywhere and shows least; ties go to the earlier word.
+export function sharpestToken(caption) {
+  let best = 0;
+  let bestBits = Infinity;
+  for (let i = 0; i < caption.tokens.length; ++i) {
+    const { bits } = entropyBits(matrixRow(caption.attention, i));
+    if (bits < bestBits - 1e-9) {
+      best = i;
+      bestBits = bits;
+    }
+  }
+  return best;
+}
 
 const currentEntry = () => pickedEntry(byId('cap-model'), view.entries);
 
@@ -106,6 +145,7 @@ async function fromFile(file) {
     return;
   }
   markSample(null);
+  view.sample = null;
   let bitmap;
   try {
     bitmap = await createImageBitmap(file);
@@ -126,6 +166,7 @@ function markSample(button) {
 
 async function fromSample(sample, button) {
   markSample(button);
+  view.sample = sample.name;
   const image = new Image();
   image.src = `/app/samples/${sample.file}`;
   try {
@@ -155,6 +196,10 @@ async function renderGallery() {
                                height: sample.height, loading: 'lazy', decoding: 'async' } })]);
     button.addEventListener('click', () => fromSample(sample, button));
     box.append(button);
+    if (view.restoreSample === sample.name) {
+      view.restoreSample = null;
+      fromSample(sample, button);
+    }
   }
 }
 
@@ -242,6 +287,7 @@ async function snapCamera() {
   }
   stopCamera();
   markSample(null);
+  view.sample = null;
   await captionSource(canvas, canvas.width, canvas.height, 'a camera photo');
 }
 
@@ -260,11 +306,14 @@ async function run(canvas) {
     const ms = Math.round(performance.now() - started);
     view.input = canvas;
     view.caption = caption;
-    view.selected = 0;
+    const wanted = view.restoreWord;
+    view.restoreWord = null;
+    view.selected = wanted !== null && wanted >= 0 && wanted < caption.tokens.length ? wanted : sharpestToken(caption);
     render(caption, ms, canvas.dataset.label);
   } catch (error) {
     showError(error);
   } finally {
+    share();
     view.busy = false;
     stage.removeAttribute('aria-busy');
     const next = view.pending;
@@ -293,23 +342,106 @@ function render(caption, ms, label) {
   if (caption.tokens.length === 0) output.textContent = '(the model wrote no words)';
   caption.tokens.forEach((piece, i) => {
     const word = el('button', { className: `cap-word${continuesWord(piece) && i > 0 ? ' cont' : ''}`, text: tokenLabel(piece),
-                                attrs: { type: 'button', 'data-token': i, 'aria-pressed': String(i === 0) } });
+                                attrs: { type: 'button', 'data-token': i, 'aria-pressed': String(i === view.selected) } });
     word.addEventListener('pointerenter', () => select(i));
     word.addEventListener('focus', () => select(i));
     word.addEventListener('click', () => select(i));
     output.append(word);
   });
   renderStrip(caption);
-  select(0);
+  const notes = noticesFor(caption, { what: 'The caption' });
+  byId('cap-notices').replaceChildren(...notes.map((text) => el('p', { className: 'notice', text })));
+  byId('cap-notices').hidden = notes.length === 0;
+  drawCells(caption);
+  drawTools(caption, label);
+  select(view.selected, { first: true });
 }
 
-function select(i) {
+// Focusable, hoverable, tappable cells over the photo, one per feature-grid cell: the numbers of the selected
+// word's attention on that cell.
+function drawCells(caption) {
+  const old = byId('cap-cells');
+  const cells = el('div', { className: 'cap-cells', attrs: { id: 'cap-cells', 'data-testid': 'cap-cells', role: 'grid',
+                                                             'aria-label': `The ${caption.gridHeight} × ${caption.gridWidth} feature grid over the photo: arrow keys move between cells` } });
+  cells.style.setProperty('--gw', String(caption.gridWidth));
+  cells.style.setProperty('--gh', String(caption.gridHeight));
+  for (let y = 0; y < caption.gridHeight; ++y) {
+    const row = el('div', { className: 'heatmap-row', attrs: { role: 'row' } });
+    for (let x = 0; x < caption.gridWidth; ++x) {
+      row.append(el('div', { className: 'cell', attrs: { role: 'gridcell', tabindex: '-1', 'data-row': y, 'data-col': x,
+                                                          'aria-label': `cell row ${y + 1}, column ${x + 1}` } }));
+    }
+    cells.append(row);
+  }
+  if (old) old.replaceWith(cells);
+  else byId('cap-stage').append(cells);
+  makeCellsInspectable(cells, {
+    rows: caption.gridHeight, cols: caption.gridWidth,
+    info: (y, x) => {
+      const weights = matrixRow(caption.attention, view.selected);
+      const k = y * caption.gridWidth + x;
+      return [`“${tokenLabel(caption.tokens[view.selected])}”, cell row ${y + 1}, column ${x + 1}`,
+              ...weightLines(weights, k, { rowName: 'word\'s grid' }),
+              'raw scores: the engine returns the caption weights only'];
+    },
+  });
+}
+
+function drawTools(caption, label) {
+  const stem = () => `attnlab-${currentEntry()?.id}-caption-${tokenLabel(caption.tokens[view.selected] ?? '') || 'word'}`;
+  byId('cap-tools').replaceChildren(
+    legend({ stops: 'rgba(0,0,0,0.45), rgba(255,90,20,0.6), rgb(255,240,140)', low: 'least', high: 'most',
+             meaning: "the word's attention, relative to its strongest cell (dark = the photo veiled)" }),
+    exportBar({ name: stem, label: 'caption attention', png: () => canvasToPng(compositeCanvas()),
+                svg: () => captionSvg(caption, label), json: () => ({
+                  model: currentEntry()?.id, photo: label, text: caption.text, tokens: caption.tokens,
+                  gridHeight: caption.gridHeight, gridWidth: caption.gridWidth, selected: view.selected,
+                  attention: matrixRows(caption.attention) }) }),
+  );
+}
+
+// The photo with the selected word's overlay, as one canvas.
+function compositeCanvas() {
+  const photo = byId('cap-photo');
+  const canvas = document.createElement('canvas');
+  canvas.width = photo.width;
+  canvas.height = photo.height;
+  const context = canvas.getContext('2d');
+  context.drawImage(photo, 0, 0);
+  context.drawImage(byId('cap-overlay'), 0, 0);
+  return canvas;
+}
+
+function captionSvg(caption, label) {
+  const photo = byId('cap-photo');
+  const { width, height } = photo;
+  const weights = matrixRow(caption.attention, view.selected);
+  const max = Math.max(1e-12, ...weights);
+  const cw = width / caption.gridWidth;
+  const ch = height / caption.gridHeight;
+  const parts = [`<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="${width}" height="${height + 40}" viewBox="0 0 ${width} ${height + 40}" font-family="system-ui, sans-serif" font-size="13">`,
+    '<rect width="100%" height="100%" fill="#fff"/>',
+    `<image width="${width}" height="${height}" href="${photo.toDataURL('image/jpeg', 0.85)}"/>`];
+  for (let y = 0; y < caption.gridHeight; ++y) {
+    for (let x = 0; x < caption.gridWidth; ++x) {
+      const w = weights[y * caption.gridWidth + x];
+      parts.push(`<rect x="${(x * cw).toFixed(2)}" y="${(y * ch).toFixed(2)}" width="${cw.toFixed(2)}" height="${ch.toFixed(2)}" ` +
+                 `fill="rgb(255, ${Math.round(90 + 150 * w / max)}, 40)" fill-opacity="${(0.75 * w / max).toFixed(3)}"><title>${w.toFixed(4)}</title></rect>`);
+    }
+  }
+  parts.push(`<text x="6" y="${height + 26}">${escapeXml(`“${tokenLabel(caption.tokens[view.selected])}” in “${caption.text}” (${label})`)}</text>`, '</svg>');
+  return parts.join('');
+}
+
+function select(i, { first = false } = {}) {
   const caption = view.caption;
   if (!caption || i < 0 || i >= caption.tokens.length) {
     drawOverlay(byId('cap-overlay'), null, -1);
     return;
   }
+  const changed = view.selected !== i;
   view.selected = i;
+  if (changed || first) share();
   byId('cap-output').querySelectorAll('.cap-word').forEach((word, k) => word.setAttribute('aria-pressed', String(k === i)));
   byId('cap-strip').querySelectorAll('.cap-thumb').forEach((thumb, k) => thumb.classList.toggle('active', k === i));
   const weights = matrixRow(caption.attention, i);
@@ -319,7 +451,8 @@ function select(i) {
   const y = Math.floor(best / caption.gridWidth);
   const x = best % caption.gridWidth;
   byId('cap-readout').textContent = `“${tokenLabel(caption.tokens[i])}”: strongest attention ${(weights[best] * 100).toFixed(1)}% ` +
-    `on cell (row ${y + 1}, column ${x + 1}); a uniform spread would give ${(100 / weights.length).toFixed(1)}% per cell.`;
+    `on cell (row ${y + 1}, column ${x + 1}); a uniform spread would give ${(100 / weights.length).toFixed(1)}% per cell.` +
+    (first && i === sharpestToken(caption) ? ' Shown first: the word whose attention is most concentrated.' : '');
 }
 
 // The grid as a tiny RGBA image (one pixel per cell, alpha ∝ weight / max weight), for the browser to upsample.
@@ -407,11 +540,29 @@ export function setupCaption({ entries, getModel, available }) {
 
   const select = byId('cap-model');
   if (!fillModelPicker(select, entries, available)) select.value = entries[0].id;
+  const saved = restoreFor('caption');
+  if (saved) {
+    const entry = entries.find((e) => e.id === saved.get('model') && available(e));
+    if (entry) select.value = entry.id;
+    if ([...byId('cap-beam').options].some((o) => o.value === saved.get('beam'))) byId('cap-beam').value = saved.get('beam');
+    view.restoreSample = saved.get('sample');
+    view.restoreWord = saved.get('word') ? Number(saved.get('word')) - 1 : null;
+  }
+  // A different captioner or beam: the caption goes, and the same photo is captioned again.
+  const rerun = () => {
+    const input = view.caption ? view.input : null;
+    if (input) clearResult();
+    share();
+    if (input) captionSource(input, input.width, input.height, input.dataset.label);
+  };
   select.addEventListener('change', () => {
     view.loader.cancel();  // a different captioner: stop waiting for the previous one
     view.model = null;
-    ensureModel();
+    const pending = ensureModel();
+    if (view.caption) rerun();
+    else pending.then(() => share());
   });
+  byId('cap-beam').addEventListener('change', rerun);
   setStatus('The model loads when you open this tab.');
 
   setupDrop();

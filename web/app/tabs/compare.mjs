@@ -52,7 +52,7 @@ export function setupCompare({ entries, getModel, available }) {
       el('p', { className: 'muted small', text: item.entry && available(item.entry)
         ? `${item.entry.arch} · ${formatBytes(item.entry.bytes)}` : 'not available yet' }),
       el('p', { className: 'output small-output', attrs: { lang: 'de' } }),
-      el('p', { className: 'muted small sharpness' }),
+      el('p', { className: 'small sharpness' }),
       el('div', { className: 'heatmap-scroll' }, [el('div', { className: 'heatmap compact' })]),
       el('div', { className: 'figure-tools' }),
     ]);

@@ -3,6 +3,7 @@
 // annotations.
 import { matrixRow } from '/lib/index.mjs';
 import { byId, el, tokenLabel } from '/app/ui.mjs';
+import { escapeXml, exportBar, legend, rounded } from '/app/widgets/figure.mjs';
 
 const FORMULAS = {
   additive: 'e<sub>j</sub> = v<sup>⊤</sup> tanh(W s<sub>i−1</sub> + U h<sub>j</sub>)',
@@ -60,6 +61,13 @@ export function setupExplain() {
     drawBars(byId('explain-scores'), t.sourceTokens, scores, entry.src, { signed: true });
     drawBars(byId('explain-weights'), t.sourceTokens, weights, entry.src, { signed: false });
     drawStrips(byId('explain-strips'), t, row, entry);
+    const word = tokenLabel(t.targetTokens[row]);
+    byId('explain-tools').replaceChildren(exportBar({
+      name: `attnlab-${entry.id}-explain-${row + 1}`, label: 'three stages',
+      svg: () => barsSvg(t.sourceTokens.map((p) => tokenLabel(p)), scores, weights, `“${word}” in “${t.text}” (${t.scoreFunction})`),
+      json: () => ({ model: entry.id, text: t.text, word, row, scoreFunction: t.scoreFunction, sourceTokens: t.sourceTokens,
+                     scores: rounded(scores), weights: rounded(weights), context: rounded(matrixRow(t.context, row)) }),
+    }));
   }
 
   return {
@@ -67,12 +75,40 @@ export function setupExplain() {
       last = translation ? { translation, entry } : null;  // null: the Translate tab's result is gone
       selectedRow = 0;
       byId('explain-empty').textContent = 'Translate a sentence first (the Translate tab).';
+      if (!byId('tab-explain').hidden) render();  // a shared link opened this tab before the result came
     },
     select(row) {
       selectedRow = row;
     },
     render,
   };
+}
+
+// The scores (signed, scaled to the largest |score|) and the weights as two bar charts, side by side.
+function barsSvg(labels, scores, weights, title) {
+  const rowH = 20;
+  const labelW = 12 + Math.max(6, ...labels.map((l) => l.length)) * 7.2;
+  const barW = 220;
+  const width = labelW + 2 * (barW + 70) + 10;
+  const height = 40 + labels.length * rowH + 10;
+  const scale = Math.max(1e-9, ...Array.from(scores, Math.abs));
+  const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="12">`,
+    '<rect width="100%" height="100%" fill="#fff"/>',
+    `<text x="8" y="16" font-weight="600">${escapeXml(title)}</text>`,
+    `<text x="${labelW}" y="34" fill="#5b6576">1 · scores (orange +, blue −)</text>`,
+    `<text x="${labelW + barW + 70}" y="34" fill="#5b6576">2 · softmax weights</text>`];
+  labels.forEach((label, j) => {
+    const y = 40 + j * rowH;
+    parts.push(`<text x="${labelW - 6}" y="${y + 14}" text-anchor="end">${escapeXml(label)}</text>`);
+    const mid = labelW + barW / 2;
+    const size = (Math.abs(scores[j]) / scale) * (barW / 2);
+    parts.push(`<rect x="${scores[j] < 0 ? mid - size : mid}" y="${y + 4}" width="${size}" height="12" fill="${scores[j] < 0 ? '#2563eb' : '#c2410c'}"/>`,
+               `<text x="${labelW + barW + 4}" y="${y + 14}" fill="#5b6576">${scores[j].toFixed(3)}</text>`,
+               `<rect x="${labelW + barW + 70}" y="${y + 4}" width="${weights[j] * barW}" height="12" fill="#c2410c"/>`,
+               `<text x="${labelW + 2 * barW + 74}" y="${y + 14}" fill="#5b6576">${weights[j].toFixed(3)}</text>`);
+  });
+  parts.push('</svg>');
+  return parts.join('');
 }
 
 function drawBars(box, pieces, values, lang, { signed }) {

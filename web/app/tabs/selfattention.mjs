@@ -12,14 +12,19 @@ import {
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { renderSamples as renderSampleChips } from '/app/widgets/samples.mjs';
 import { enableTab, watchPanel } from '/app/widgets/tablist.mjs';
+import { canvasToPng, escapeXml, exportBar, hideTip, legend, matrixRows, showTip, weightLines } from '/app/widgets/figure.mjs';
+import { clipInput, noticesFor } from '/app/widgets/text.mjs';
+import { publish, restoreFor } from '/app/share.mjs';
 
-// The first sample is the long-range one: "its" refers back to "Law", eight words earlier.
+// The first two samples are the long-range ones: a pronoun ("she", "her") refers back to a noun words earlier.
+// Every sample is whole words in the Multi30k tokenizers the Transformers use (no word split into pieces), and
+// in the kind of sentence they learned from (descriptions of photos).
 const SAMPLES = {
-  en: ['The Law will never be perfect, but its application should be just.',
-       'The animal did not cross the street because it was too tired.',
+  en: ['The woman is holding her baby while she walks.',
+       'A girl in a red dress is playing with her dog on the grass.',
        'A dog runs on the beach.', 'Two men are playing soccer in a park.'],
-  de: ['Das Gesetz wird nie perfekt sein, aber seine Anwendung sollte gerecht sein.',
-       'Das Tier überquerte die Straße nicht, weil es zu müde war.',
+  de: ['Eine Frau hält ihr Baby, während sie geht.',
+       'Ein Mädchen in einem roten Kleid spielt mit ihrem Hund auf dem Gras.',
        'Ein Hund läuft am Strand.', 'Zwei Männer spielen Fußball in einem Park.'],
 };
 
@@ -68,6 +73,7 @@ const view = {
   layer: 0,
   heads: new Set(),
   pinned: null,         // left token chosen with the keyboard / the "Lines from" picker
+  pinnedKey: null,      // with a pinned token, the key whose line the arrow keys (left / right) point at
   hover: null,          // { side: 'left' | 'right', index } under the pointer
   geometry: null,       // where the last head view put things, for hit-testing
   drawnWidth: 0,
@@ -99,11 +105,55 @@ function current() {
 
 // ---------------------------------------------------------------- model loading
 
+// A new model: the old result goes at once; the same sentence runs again once the model is ready.
 async function loadSelected() {
   const entry = currentEntry();
+  const rerun = !!view.translation;
   byId('sa-run').disabled = true;
   renderSamples(entry);
-  if (await view.loader.load(entry)) byId('sa-run').disabled = false;
+  if (rerun) clearResult();
+  share();
+  if (await view.loader.load(entry)) {
+    byId('sa-run').disabled = false;
+    const saved = view.restore;
+    view.restore = null;
+    if (rerun || saved?.get('text')) await run();
+    if (saved && view.translation) applySaved(saved);
+  }
+}
+
+// A shared link's kind, layer, heads and word, on the translation it reran.
+function applySaved(saved) {
+  if (KINDS[saved.get('kind')]) {
+    document.querySelector(`input[name="sa-kind"][value="${saved.get('kind')}"]`).checked = true;
+    selectKind(saved.get('kind'));
+  }
+  const { tensor, left } = current();
+  const layer = Number(saved.get('layer')) - 1;
+  if (layer >= 0 && layer < tensor.layers) view.layer = layer;
+  if (saved.get('heads')) {
+    const heads = saved.get('heads').split(',').map((h) => Number(h) - 1).filter((h) => h >= 0 && h < tensor.heads);
+    view.heads = new Set(heads);
+  }
+  redraw();
+  const word = Number(saved.get('word')) - 1;
+  if (word >= 0 && word < left.length) setPinned(word);
+}
+
+function clearResult() {
+  view.translation = null;
+  byId('sa-result').hidden = true;
+  byId('sa-timing').textContent = '';
+  hideTip();
+}
+
+function share() {
+  publish('selfattention', {
+    model: currentEntry()?.id, text: byId('sa-input').value, beam: byId('sa-beam').value,
+    kind: view.translation ? view.kind : null, layer: view.translation ? view.layer + 1 : null,
+    heads: view.translation ? [...view.heads].sort((a, b) => a - b).map((h) => h + 1).join(',') || 'none' : null,
+    word: view.translation && view.pinned !== null ? view.pinned + 1 : null,
+  });
 }
 
 function renderSamples(entry) {
@@ -125,7 +175,7 @@ async function run() {
   try {
     const model = await view.getModel(entry);
     const started = performance.now();
-    const t = await model.translate(byId('sa-input').value, { beam: 1 });
+    const t = await model.translate(byId('sa-input').value, { beam: Number(byId('sa-beam').value) });
     if (!t.encoderSelfAttention) throw new Error(`${entry.label ?? entry.id} is not a Transformer: it has no self-attention to show`);
     byId('sa-timing').textContent = `${Math.round(performance.now() - started)} ms`;
     view.translation = t;
@@ -133,10 +183,15 @@ async function run() {
     const output = byId('sa-output');
     output.textContent = t.text;
     output.lang = entry.tgt;
+    const notes = noticesFor(t);
+    byId('sa-notices').replaceChildren(...notes.map((text) => el('p', { className: 'notice', text })));
+    byId('sa-notices').hidden = notes.length === 0;
     selectKind(view.kind);
   } catch (error) {
+    clearResult();  // never an old figure next to a new error
     showError(error);
   } finally {
+    share();
     button.disabled = !view.loader.isReady(currentEntry());  // another model may have been picked meanwhile
     button.removeAttribute('aria-busy');
   }
@@ -181,19 +236,23 @@ function selectKind(kind) {
                         ...left.map((piece, i) => el('option', { text: `${i + 1}. ${tokenLabel(piece)}`, attrs: { value: i } })));
   focus.value = '';
   buildModelView();
+  drawTools();
   redraw();
 }
 
 function setPinned(index) {
   const { left } = current();
   view.pinned = index === null || left.length === 0 ? null : Math.max(0, Math.min(left.length - 1, index));
+  view.pinnedKey = null;
   byId('sa-focus').value = view.pinned === null ? '' : String(view.pinned);
   drawHeadView();
+  share();
 }
 
 function redraw() {
   syncHeadControls();
   drawHeadView();
+  share();
 }
 
 function syncHeadControls() {
@@ -311,8 +370,100 @@ function drawHeadView() {
   });
   canvas.setAttribute('aria-label', `Head view of the ${view.kind} attention, layer ${view.layer + 1}, ` +
     `${heads.length ? `head${heads.length > 1 ? 's' : ''} ${heads.map((h) => h + 1).join(', ')}` : 'no head selected'}: ` +
-    `${left.length} query tokens, ${right.length} key tokens. Arrow keys pick a query token, Escape shows all.`);
+    `${left.length} query tokens, ${right.length} key tokens. Up and down arrows pick a query token, left and ` +
+    'right walk its lines with their numbers, Escape shows all.');
   writeReadout(focus, leftLabels, rightLabels, heads, head);
+}
+
+// The head view as SVG: the same lines, labels and head colours as the canvas, at its size.
+function headViewSvg() {
+  const { kind, tensor, left, right } = current();
+  const g = view.geometry;
+  const width = view.drawnWidth;
+  const height = TOP + Math.max(left.length, right.length, 1) * ROW + PAD + 24;
+  const y = (i) => TOP + (i + 0.5) * ROW;
+  const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="13">`,
+    '<rect width="100%" height="100%" fill="#fff"/>',
+    `<text x="${PAD}" y="${TOP / 2 + 4}" font-size="11" font-weight="600" fill="#5b6576">${escapeXml(`${SIDE_NAMES[kind.left]} (query)`.toUpperCase())}</text>`,
+    `<text x="${width - PAD}" y="${TOP / 2 + 4}" font-size="11" font-weight="600" fill="#5b6576" text-anchor="end">${escapeXml(`${SIDE_NAMES[kind.right]} (key)`.toUpperCase())}</text>`];
+  for (const h of [...view.heads].sort((a, b) => a - b)) {
+    const a = attentionHead(tensor, view.layer, h);
+    for (let i = 0; i < a.rows; ++i) {
+      if (view.pinned !== null && i !== view.pinned) continue;
+      for (let j = 0; j < a.cols; ++j) {
+        const w = a.data[i * a.cols + j];
+        if (w < MIN_WEIGHT) continue;
+        parts.push(`<line x1="${g.x1}" y1="${y(i)}" x2="${g.x2}" y2="${y(j)}" stroke="${rgb(headColour(h))}" stroke-opacity="${w.toFixed(3)}" stroke-width="2" stroke-linecap="round"/>`);
+      }
+    }
+  }
+  left.forEach((p, i) => parts.push(`<text x="${g.x1 - 8}" y="${y(i) + 4}" text-anchor="end" fill="#1d2430">${escapeXml(tokenLabel(p))}</text>`));
+  right.forEach((p, j) => parts.push(`<text x="${g.x2 + 8}" y="${y(j) + 4}" fill="#1d2430">${escapeXml(tokenLabel(p))}</text>`));
+  parts.push(`<text x="${PAD}" y="${height - 8}" font-size="11" fill="#5b6576">${escapeXml(`${view.kind} attention, layer ${view.layer + 1}; line opacity = weight; one colour per head`)}</text>`, '</svg>');
+  return parts.join('');
+}
+
+function headViewJson() {
+  const { tensor, left, right } = current();
+  const heads = {};
+  for (const h of [...view.heads].sort((a, b) => a - b)) heads[`head ${h + 1}`] = matrixRows(attentionHead(tensor, view.layer, h));
+  return { model: currentEntry()?.id, text: view.translation.text, kind: view.kind, layer: view.layer + 1,
+           queryTokens: left, keyTokens: right, weights: heads };
+}
+
+// Legends and export bars of the head view and the model view.
+function drawTools() {
+  const stem = () => `attnlab-${currentEntry()?.id}-${view.kind}-layer${view.layer + 1}`;
+  byId('sa-head-tools').replaceChildren(
+    legend({ from: 'rgba(31, 119, 180, 0.05)', to: 'rgb(31, 119, 180)',
+             meaning: 'line opacity = attention weight (each query row sums to 1); the colour is the head' }),
+    exportBar({ name: stem, label: 'head view', svg: headViewSvg, json: headViewJson, png: () => canvasToPng(byId('sa-canvas')) }),
+  );
+  byId('sa-grid-tools').replaceChildren(
+    legend({ from: '#fff', to: 'rgb(31, 119, 180)', meaning: 'white = 0, the head\'s colour = 1 (rows are queries)' }),
+    exportBar({ name: () => `attnlab-${currentEntry()?.id}-${view.kind}-all-heads`, label: 'model view', svg: modelViewSvg,
+                json: () => {
+                  const { tensor, left, right } = current();
+                  const layers = [];
+                  for (let l = 0; l < tensor.layers; ++l) {
+                    layers.push(Array.from({ length: tensor.heads }, (_, h) => matrixRows(attentionHead(tensor, l, h), 4)));
+                  }
+                  return { model: currentEntry()?.id, kind: view.kind, queryTokens: left, keyTokens: right,
+                           layers: tensor.layers, heads: tensor.heads, weights: layers };
+                } }),
+  );
+}
+
+function modelViewSvg() {
+  const { tensor } = current();
+  const size = THUMB;
+  const gap = 10;
+  const leftPad = 60;
+  const width = leftPad + tensor.heads * (size + gap);
+  const height = 24 + tensor.layers * (size + gap);
+  const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="11">`,
+    '<rect width="100%" height="100%" fill="#fff"/>'];
+  for (let h = 0; h < tensor.heads; ++h) parts.push(`<text x="${leftPad + h * (size + gap) + size / 2}" y="14" text-anchor="middle">Head ${h + 1}</text>`);
+  for (let l = 0; l < tensor.layers; ++l) {
+    const top = 24 + l * (size + gap);
+    parts.push(`<text x="4" y="${top + size / 2}">Layer ${l + 1}</text>`);
+    for (let h = 0; h < tensor.heads; ++h) {
+      const a = attentionHead(tensor, l, h);
+      const cw = size / Math.max(1, a.cols);
+      const ch = size / Math.max(1, a.rows);
+      const x0 = leftPad + h * (size + gap);
+      parts.push(`<rect x="${x0}" y="${top}" width="${size}" height="${size}" fill="#fff" stroke="#e4e1da"/>`);
+      for (let i = 0; i < a.rows; ++i) {
+        for (let j = 0; j < a.cols; ++j) {
+          const w = a.data[i * a.cols + j];
+          if (w < 0.005) continue;
+          parts.push(`<rect x="${(x0 + j * cw).toFixed(2)}" y="${(top + i * ch).toFixed(2)}" width="${cw.toFixed(2)}" height="${ch.toFixed(2)}" fill="${rgb(headColour(h))}" fill-opacity="${w.toFixed(3)}"/>`);
+        }
+      }
+    }
+  }
+  parts.push('</svg>');
+  return parts.join('');
 }
 
 // The strongest links of the focused token, in words: the numbers behind the brightest lines.
@@ -339,6 +490,50 @@ function writeReadout(focus, leftLabels, rightLabels, heads, head) {
                                           : `“${name}” is attended to most by ${top.join(', ')}.`;
 }
 
+// The numbers of the line query i → key j in every shown head (weight, rank in the query's row, its entropy).
+function lineLines(i, j) {
+  const { tensor, left, right } = current();
+  const lines = [`“${tokenLabel(left[i])}” → “${tokenLabel(right[j])}”, layer ${view.layer + 1}`];
+  for (const h of [...view.heads].sort((a, b) => a - b)) {
+    const a = attentionHead(tensor, view.layer, h);
+    const row = a.data.subarray(i * a.cols, (i + 1) * a.cols);
+    const parts = weightLines(row, j, { rowName: 'row' });  // weight and rank first, the row's entropy last
+    lines.push(`head ${h + 1}: ${parts[0].replace(' in the row', '')}; ${parts.at(-1).replace('row entropy', 'entropy')}`);
+  }
+  lines.push('raw scores: the engine returns the self-attention weights only');
+  return lines;
+}
+
+// The line nearest to the pointer (within a few pixels), over the shown heads: { i, j } or null.
+function lineAt(event) {
+  const g = view.geometry;
+  if (!g || !view.translation) return null;
+  const rect = event.currentTarget.getBoundingClientRect();
+  const x = event.clientX - rect.left;
+  const yPos = event.clientY - rect.top;
+  if (x <= g.x1 || x >= g.x2) return null;
+  const { tensor } = current();
+  const y = (k) => TOP + (k + 0.5) * ROW;
+  const t = (x - g.x1) / (g.x2 - g.x1);
+  let best = null;
+  for (const h of view.heads) {
+    const a = attentionHead(tensor, view.layer, h);
+    for (let i = 0; i < a.rows; ++i) {
+      if (view.pinned !== null && i !== view.pinned) continue;
+      for (let j = 0; j < a.cols; ++j) {
+        const w = a.data[i * a.cols + j];
+        if (w < 0.05) continue;  // too faint to aim at
+        const lineY = y(i) + (y(j) - y(i)) * t;
+        const distance = Math.abs(lineY - yPos) / Math.hypot(1, (y(j) - y(i)) / (g.x2 - g.x1));
+        if (distance < 5 && (!best || distance < best.distance || (distance === best.distance && w > best.w))) {
+          best = { i, j, w, distance };
+        }
+      }
+    }
+  }
+  return best;
+}
+
 function tokenAt(event) {
   const g = view.geometry;
   if (!g) return null;
@@ -353,7 +548,14 @@ function tokenAt(event) {
 
 function setupHeadView() {
   const canvas = byId('sa-canvas');
+  const showLine = (event, pin) => {
+    const line = lineAt(event);
+    if (line) showTip(canvas, lineLines(line.i, line.j), { point: { x: event.clientX, y: event.clientY }, pin });
+    else hideTip(canvas);
+    return line;
+  };
   canvas.addEventListener('pointermove', (event) => {
+    if (event.pointerType === 'mouse') showLine(event, false);
     const hit = tokenAt(event);
     if (hit?.side === view.hover?.side && hit?.index === view.hover?.index) return;
     if (!hit && !view.hover) return;
@@ -361,21 +563,50 @@ function setupHeadView() {
     drawHeadView();
   });
   canvas.addEventListener('pointerleave', () => {
+    hideTip(canvas);
     if (!view.hover) return;
     view.hover = null;
     drawHeadView();
   });
+  // A tap (or click) on a token pins its lines; on a line, shows the line's numbers until the next tap.
+  canvas.addEventListener('click', (event) => {
+    const hit = tokenAt(event);
+    if (hit?.side === 'left') {
+      setPinned(view.pinned === hit.index ? null : hit.index);
+      return;
+    }
+    showLine(event, true);
+  });
   canvas.addEventListener('keydown', (event) => {
     if (!view.translation) return;
     const step = { ArrowDown: 1, ArrowUp: -1 }[event.key];
+    const across = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
     if (step) {
       event.preventDefault();
       setPinned(view.pinned === null ? (step > 0 ? 0 : current().left.length - 1) : view.pinned + step);
+      hideTip(canvas);
+    } else if (across && view.pinned !== null) {
+      // Left / right walk the pinned token's lines, one key at a time, with the numbers of each.
+      event.preventDefault();
+      const keys = current().right.length;
+      view.pinnedKey = view.pinnedKey === null ? (across > 0 ? 0 : keys - 1) : (view.pinnedKey + across + keys) % keys;
+      showTip(canvas, lineLines(view.pinned, view.pinnedKey));
     } else if (event.key === 'Escape') {
       setPinned(null);
     }
   });
+  canvas.addEventListener('blur', () => hideTip(canvas));
   byId('sa-focus').addEventListener('change', (event) => setPinned(event.target.value === '' ? null : Number(event.target.value)));
+  byId('sa-beam').addEventListener('change', () => {
+    share();
+    if (view.translation && !byId('sa-run').disabled) run();
+  });
+  byId('sa-input').addEventListener('input', () => {
+    clipInput(byId('sa-input'), byId('sa-input-notice'));
+    if (view.translation) clearResult();
+    showError(null);
+    share();
+  });
   byId('sa-layer').addEventListener('change', (event) => {
     view.layer = Number(event.target.value);
     redraw();
@@ -474,8 +705,14 @@ export function setupSelfAttention({ entries, getModel, available }) {
   const select = byId('sa-model');
   const first = fillModelPicker(select, entries, available) ?? entries[0];
   select.value = first.id;
-  byId('sa-input').value = (SAMPLES[first.src] ?? [''])[0];
-  renderSamples(first);
+  const saved = restoreFor('selfattention');
+  const savedEntry = saved && entries.find((entry) => entry.id === saved.get('model') && available(entry));
+  if (savedEntry) select.value = savedEntry.id;
+  if (saved && [...byId('sa-beam').options].some((o) => o.value === saved.get('beam'))) byId('sa-beam').value = saved.get('beam');
+  view.restore = saved;
+  byId('sa-input').value = saved?.get('text') ?? (SAMPLES[currentEntry().src] ?? [''])[0];
+  clipInput(byId('sa-input'), byId('sa-input-notice'));
+  renderSamples(currentEntry());
   setStatus('The model loads when you open this tab.');
 
   select.addEventListener('change', loadSelected);

@@ -11,9 +11,10 @@ import { renderSamples } from '/app/widgets/samples.mjs';
 import { noticesFor, splitSentences, clipInput } from '/app/widgets/text.mjs';
 import { publish, restoreFor } from '/app/share.mjs';
 
-// Sample sentences per language pair (the key is "src-tgt", then "src").
+// Sample sentences per language pair (the key is "src-tgt", then "src"), each one whole words in its model's
+// tokenizer (no word split into pieces).
 const SAMPLES = {
-  'en-zh': ['Tom chases Mary.', 'I love you.', 'Where is the station?', 'It is raining today.'],
+  'en-zh': ['Tom loves Mary.', 'I love you.', 'Where is the station?', 'It is raining today.'],
   en: ['A dog runs on the beach.', 'Two men are playing soccer in a park.',
        'A little girl in a pink dress is smiling.', 'A man rides a bike down the street.'],
   de: ['Ein Hund rennt am Strand.', 'Zwei Männer spielen Fußball in einem Park.',
@@ -43,17 +44,23 @@ export async function setupTranslate({ entries, getModel, available, beam, onTra
     sentence: 0,        // the sentence whose heatmap is shown
     pinned: null,       // the output token tapped / clicked (stays lit)
     runs: 0,            // counts runs: a run that a newer one replaced draws nothing
+    again: false,       // the beam changed during a run: run once more when it ends
   };
   const loader = createModelLoader({
     getModel, available, setStatus, noneText: 'No models yet.', isCurrent: (entry) => currentEntry() === entry,
     retry: () => selectModel(),
   });
 
-  const share = () => publish('translate', {
-    model: currentEntry()?.id, beam: beam(), text: input.value,
-    sentence: state.results && state.results.length > 1 ? state.sentence + 1 : null,
-    word: state.pinned === null ? null : state.pinned + 1,
-  });
+  // The Attention explained tab draws this tab's result, so a link to it carries the same state.
+  const share = () => {
+    const params = {
+      model: currentEntry()?.id, beam: beam(), text: input.value,
+      sentence: state.results && state.results.length > 1 ? state.sentence + 1 : null,
+      word: state.pinned === null ? null : state.pinned + 1,
+    };
+    publish('translate', params);
+    publish('explain', params);
+  };
 
   function clearResult() {
     state.results = null;
@@ -99,6 +106,10 @@ export async function setupTranslate({ entries, getModel, available, beam, onTra
       button.disabled = !loader.isReady(currentEntry());  // another model may have been picked meanwhile
       button.removeAttribute('aria-busy');
       share();
+    }
+    if (state.again && run === state.runs) {
+      state.again = false;
+      if (!button.disabled) await translate();
     }
   }
 
@@ -233,7 +244,8 @@ export async function setupTranslate({ entries, getModel, available, beam, onTra
   select.addEventListener('change', () => selectModel());
   byId('beam-select').addEventListener('change', () => {
     share();
-    if (state.results && !button.disabled) translate();
+    if (button.getAttribute('aria-busy')) state.again = true;
+    else if (state.results && !button.disabled) translate();
   });
 
   const first = fillModelPicker(select, pickable, available);
@@ -244,7 +256,7 @@ export async function setupTranslate({ entries, getModel, available, beam, onTra
     showSamples(pickable[0]);
     return;
   }
-  const saved = restoreFor('translate');
+  const saved = restoreFor('translate') ?? restoreFor('explain');
   const savedEntry = saved && pickable.find((entry) => entry.id === saved.get('model') && available(entry));
   if (savedEntry) select.value = savedEntry.id;
   if (saved?.get('beam') && [...byId('beam-select').options].some((o) => o.value === saved.get('beam'))) {
@@ -266,6 +278,7 @@ export async function setupTranslate({ entries, getModel, available, beam, onTra
     if (t && word >= 0 && word < t.targetTokens.length) {
       state.pinned = word;
       relink(t);
+      if (saved.get('tab') === 'explain') onExplain(word);
     }
     share();
   }

@@ -85,12 +85,19 @@ export function hideTip(owner = null) {
 
 // ---------------------------------------------------------------- a grid of focusable cells
 
+const inspected = new WeakMap();  // container -> AbortController of its listeners
+
 /**
  * Roving tabindex over the cells of container (elements with data-row / data-col): one cell is in the tab order,
  * arrow keys, Home / End (row) and Ctrl+Home / Ctrl+End move it. Each cell shows its tooltip on hover, focus and
  * tap. info(row, col) -> lines of the tooltip; onActive(row, col | null): the cell under the pointer or focus.
  */
 export function makeCellsInspectable(container, { rows, cols, info, onActive = () => {} }) {
+  // One set of listeners per container: a redraw replaces the previous drawing's.
+  inspected.get(container)?.abort();
+  const controller = new AbortController();
+  inspected.set(container, controller);
+  const { signal } = controller;
   const cellAt = (r, c) => container.querySelector(`.cell[data-row="${r}"][data-col="${c}"]`);
   const position = (node) => {
     const cell = node?.closest?.('.cell');
@@ -109,28 +116,28 @@ export function makeCellsInspectable(container, { rows, cols, info, onActive = (
     container.querySelectorAll('.cell[tabindex="0"]').forEach((other) => { if (other !== cell) other.tabIndex = -1; });
     cell.tabIndex = 0;
     show(cell, r, c);
-  });
+  }, { signal });
   container.addEventListener('focusout', (event) => {
     const hit = position(event.target);
     if (hit && !container.contains(event.relatedTarget)) {
       hideTip(hit[2]);
       onActive(null, null);
     }
-  });
+  }, { signal });
   container.addEventListener('pointerover', (event) => {
     const hit = position(event.target);
     if (hit && event.pointerType === 'mouse') show(hit[2], hit[0], hit[1]);
-  });
+  }, { signal });
   container.addEventListener('pointerout', (event) => {
     const hit = position(event.target);
     if (hit && event.pointerType === 'mouse' && !hit[2].contains(event.relatedTarget)) hideTip(hit[2]);
-  });
+  }, { signal });
   container.addEventListener('click', (event) => {
     const hit = position(event.target);
     if (!hit) return;
     hit[2].focus({ preventScroll: true });
     show(hit[2], hit[0], hit[1], { pin: true });
-  });
+  }, { signal });
   container.addEventListener('keydown', (event) => {
     const hit = position(event.target);
     if (!hit) return;
@@ -144,7 +151,7 @@ export function makeCellsInspectable(container, { rows, cols, info, onActive = (
     event.preventDefault();
     [r, c] = [Math.max(0, Math.min(rows - 1, next[0])), Math.max(0, Math.min(cols - 1, next[1]))];
     cellAt(r, c)?.focus();
-  });
+  }, { signal });
 }
 
 // ---------------------------------------------------------------- legend

@@ -28,9 +28,7 @@ export function cellLines(t, i, j) {
  */
 export function drawHeatmap(container, t, entry, { compact = false, onHover = null, onLeave = null, label = 'Alignment heatmap' } = {}) {
   const { rows, cols } = t.attention;
-  const fresh = container.cloneNode(false);  // drops the listeners of the previous drawing
-  container.replaceWith(fresh);
-  container = fresh;
+  container.replaceChildren();
   container.dataset.rows = String(rows);
   container.dataset.cols = String(cols);
   container.style.setProperty('--cols', String(cols));

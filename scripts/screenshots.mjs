@@ -1,0 +1,105 @@
+// Screenshots of every tab of the page at 1280×800 and 390×844, with the shipped models (models/manifest.json),
+// each tab showing a result: build/screenshots/<tab>-<width>.png (full page). For looking at, not for asserting:
+// the e2e tests assert. Usage: node scripts/screenshots.mjs [--tabs translate,caption] [--out build/screenshots]
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+import { createAppServer } from '../web/server.mjs';
+import { launchChromiumProfile, offsiteRequests } from '../tests/support/chromium.mjs';
+
+const root = new URL('..', import.meta.url).pathname;
+const { values } = parseArgs({ options: { tabs: { type: 'string' }, out: { type: 'string', default: join(root, 'build/screenshots') } } });
+const WIDTHS = [{ width: 1280, height: 800 }, { width: 390, height: 844 }];
+const TIMEOUT = 120_000;
+
+// What each tab does before its picture: the steps a new visitor would take.
+const TABS = {
+  translate: async (page) => {
+    await page.locator('#translate-run:not([disabled])').waitFor({ timeout: TIMEOUT });
+    await page.fill('#translate-input', 'A dog runs on the beach. Two men are playing soccer in a park.');
+    await page.click('#translate-run');
+    await page.locator('#translate-result:not([hidden])').waitFor({ timeout: TIMEOUT });
+    await page.locator('#translate-heatmap .cell[data-row="1"][data-col="1"]').hover();
+  },
+  explain: async (page) => {
+    await TABS.translate(page);
+    await page.locator('#target-tokens .token').nth(1).click();
+    await page.click('#translate-explain');
+  },
+  scores: async (page) => {
+    await page.locator('#translate-run:not([disabled])').waitFor({ timeout: TIMEOUT });
+    await page.getByRole('tab', { name: 'Score functions' }).click();
+    await page.click('#compare-run');
+    await page.locator('#compare-conclusion:not([hidden])').waitFor({ timeout: TIMEOUT });
+  },
+  selfattention: async (page) => {
+    await page.waitForFunction(() => !document.getElementById('tab-btn-selfattention').disabled, null, { timeout: TIMEOUT });
+    await page.getByRole('tab', { name: 'Self-attention' }).click();
+    await page.locator('#sa-run:not([disabled])').waitFor({ timeout: TIMEOUT });
+    await page.locator('#sa-samples .chip').first().click();
+    await page.locator('#sa-result:not([hidden])').waitFor({ timeout: TIMEOUT });
+    await page.getByTestId('sa-focus').selectOption('7');
+  },
+  caption: async (page) => {
+    await page.waitForFunction(() => !document.getElementById('tab-btn-caption').disabled, null, { timeout: TIMEOUT });
+    await page.getByRole('tab', { name: 'Caption' }).click();
+    await page.waitForFunction(() => /ready/.test(document.getElementById('cap-status-text').textContent), null, { timeout: TIMEOUT });
+    await page.locator('.cap-sample[data-sample="cameraman"]').click();
+    await page.locator('#cap-result:not([hidden])').waitFor({ timeout: TIMEOUT });
+    await page.locator('#cap-cells .cell[data-row="2"][data-col="3"]').hover();
+  },
+  engine: async (page) => {
+    await page.getByRole('tab', { name: 'Engine' }).click();
+    await page.waitForFunction(() => document.getElementById('engine-status').textContent === 'ready', null, { timeout: TIMEOUT });
+    await page.waitForTimeout(500);  // the cache listing
+  },
+};
+
+const wanted = values.tabs ? values.tabs.split(',') : Object.keys(TABS);
+await mkdir(values.out, { recursive: true });
+const server = createAppServer();
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const origin = `http://localhost:${server.address().port}`;
+const profile = await mkdtemp(join(tmpdir(), 'attnlab-screens-'));
+const context = await launchChromiumProfile(profile);
+const requests = [];
+context.on('request', (request) => requests.push(request.url()));
+let failures = 0;
+try {
+  for (const name of wanted) {
+    for (const viewport of WIDTHS) {
+      const page = await context.newPage();
+      const errors = [];
+      page.on('pageerror', (error) => errors.push(error.message));
+      await page.setViewportSize(viewport);
+      await page.goto(`${origin}/`);
+      const file = join(values.out, `${name}-${viewport.width}.png`);
+      try {
+        await TABS[name](page);
+        await page.waitForTimeout(300);
+        await page.screenshot({ path: file, fullPage: true });
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+        console.log(`${file}${overflow > 0 ? ` (the page is ${overflow}px wider than the window)` : ''}` +
+                    `${errors.length ? ` page errors: ${errors.join('; ')}` : ''}`);
+      } catch (error) {
+        failures += 1;
+        await page.screenshot({ path: file, fullPage: true }).catch(() => {});
+        console.error(`${file}: ${error.message.split('\n')[0]}`);
+      }
+      await page.close();
+    }
+  }
+  const offsite = offsiteRequests(requests, origin);
+  if (offsite.length) {
+    failures += 1;
+    console.error(`requests left the origin: ${offsite.join(', ')}`);
+  }
+} finally {
+  await context.close();
+  server.closeAllConnections();
+  server.close();
+  await rm(profile, { recursive: true, force: true });
+}
+process.exitCode = failures ? 1 : 0;
