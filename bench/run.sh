@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run bench [-- --quick] [-- OPTIONS]: builds native and wasm Release, plus build/native-sse2 (no -march=native:
+# npm run bench [-- --quick] [-- OPTIONS]: builds native and wasm Release, plus build/native-sse2 (portable, SSE2 kernels only:
 # the x86-64 SSE2 baseline, the same vector width as wasm SIMD128, for a fair comparison), then runs
 #   1. the kernel benchmark in all three and prints the ratios (wasm/native, wasm/native-sse2, SIMD/scalar)
 #      (bench/bench_kernels.mjs; an argument that is not an option below is its case filter);
@@ -29,7 +29,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 bash scripts/build.sh
-cmake -S . -B build/native-sse2 -DCMAKE_BUILD_TYPE=Release -DATTNLAB_NATIVE_ARCH=OFF -DATTNLAB_TESTS=OFF >/dev/null
+cmake -S . -B build/native-sse2 -DCMAKE_BUILD_TYPE=Release -DATTNLAB_ARCH=portable -DATTNLAB_KERNEL_TARGETS=baseline \
+  -DATTNLAB_TESTS=OFF >/dev/null
 cmake --build build/native-sse2 -j"$(nproc)" --target bench_kernels
 if [ "$quick" = 1 ]; then export RUNS="${RUNS:-1}"; fi
 node bench/bench_kernels.mjs "${kernel_args[@]}"

@@ -5,6 +5,8 @@
 // caption_features on the decoder-only one (tests/fixtures/caption/tiny_model.gguf) with the bytes as raw float
 // features (NaN and infinities included).
 //
+// The same bytes also go to decode_image as a JPEG/PNG file (the corpus holds a PNG and a JPEG for that).
+//
 // Input: int32 width, int32 height (little-endian), u8 output side, u8 flags, then the pixel bytes.
 #include <algorithm>
 #include <cstddef>
@@ -38,6 +40,11 @@ int image_one_input(const uint8_t* data, std::size_t size) {
         attnlab::Model::open(attnlab::fuzz::source_path("tests/fixtures/caption/tiny_encoder_model.gguf"));
     static const attnlab::Model decoder_only =
         attnlab::Model::open(attnlab::fuzz::source_path("tests/fixtures/caption/tiny_model.gguf"));
+    // The whole input as an image file too: stb_image on hostile bytes must end in a picture or attnlab::Error.
+    expect_error_or_success("decode_image", [&] {
+        const attnlab::Image decoded = attnlab::decode_image(data, size);
+        if (decoded.pixels.size() != std::size_t(decoded.width) * std::size_t(decoded.height) * 4) __builtin_trap();
+    });
     if (size < kHeaderBytes) return 0;
     const int32_t width = read_i32(data), height = read_i32(data + 4);
     const int out_size = data[8] % (kMaxForwardSide + 2);  // 0 and 65 probe the output-size check

@@ -14,6 +14,7 @@ import os
 import shutil
 import struct
 import tempfile
+import zlib
 
 import numpy as np
 import torch
@@ -199,6 +200,22 @@ def image_seeds():
     nan = struct.pack("<f", float("nan")) * 10 + struct.pack("<f", float("inf")) * 10 + b"\0" * 1072
     write("fuzz_image", "features_nan", image(1, 1, 8, 0x60 | 1, nan))
     write("fuzz_image", "features_wrong_grid", image(1, 1, 8, 0xA0, b"\1" * 13))
+    # Whole image files for decode_image: PNGs of each colour type stb expands to RGBA, and a photo's JPEG.
+    for name, color_type, channels, extra in [("png_grey", 0, 1, b""), ("png_rgb", 2, 3, b""),
+                                               ("png_grey_alpha", 4, 2, b""), ("png_rgba", 6, 4, b""),
+                                               ("png_palette", 3, 1, png_chunk(b"PLTE", bytes(range(12))) +
+                                                png_chunk(b"tRNS", b"\xff\x80"))]:
+        rows = b"".join(bytes([y % 5]) + bytes((x * 31 + y * 17) % (4 if color_type == 3 else 256)
+                                               for x in range(5 * channels)) for y in range(3))
+        write("fuzz_image", name, b"\x89PNG\r\n\x1a\n" +
+              png_chunk(b"IHDR", struct.pack(">IIBBBBB", 5, 3, 8, color_type, 0, 0, 0)) + extra +
+              png_chunk(b"IDAT", zlib.compress(rows, 9)) + png_chunk(b"IEND", b""))
+    with open(os.path.join(ROOT, "web/app/samples/rocket.jpg"), "rb") as f:
+        write("fuzz_image", "jpeg_rocket", f.read())
+
+
+def png_chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # npm run build: installs what is missing, then builds
-#   build/native  native Release: libattnlab.a, the CLI build/native/attnlab, the doctest suite, benchmarks
+#   build/native  native Release for this CPU (-march=native; the SIMD kernels for every target, picked at run time):
+#                 libattnlab.a, the CLI build/native/attnlab, the doctest suite, benchmarks
 #   build/wasm    SIMD WebAssembly: web/dist/attnlab.{mjs,wasm}, the same doctest suite for Node, benchmarks
-# and with --asan also build/asan (ASan+UBSan native suite). --only native|wasm|asan builds just that one.
+#   build/portable  the library and CLI as `cmake --install` ships them (ATTNLAB_ARCH=portable: any x86-64),
+#                   which tests/consumer/run.sh installs and builds a program against
+# and with --asan also build/asan (ASan+UBSan native suite). --only native|wasm|portable|asan builds just that one.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export NODE_PATH=/usr/share/nodejs
 jobs=$(nproc)
 
-targets=(native wasm)
+targets=(native wasm portable)
 while [ $# -gt 0 ]; do
   case "$1" in
     --asan) targets+=(asan) ;;
@@ -24,11 +27,14 @@ for target in "${targets[@]}"; do
   echo "== build: $target"
   case "$target" in
     native)
-      cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null
+      cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release -DATTNLAB_ARCH=native >/dev/null
       cmake --build build/native -j"$jobs" ;;
     asan)
-      cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNLAB_SANITIZE=ON >/dev/null
+      cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNLAB_SANITIZE=ON -DATTNLAB_ARCH=native >/dev/null
       cmake --build build/asan -j"$jobs" --target attnlab_tests attnlab_cli ;;
+    portable)
+      cmake -S . -B build/portable -DCMAKE_BUILD_TYPE=Release -DATTNLAB_ARCH=portable -DATTNLAB_TESTS=OFF >/dev/null
+      cmake --build build/portable -j"$jobs" --target attnlab attnlab_cli ;;
     wasm)
       emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release >/dev/null
       cmake --build build/wasm -j"$jobs" ;;

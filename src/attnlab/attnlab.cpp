@@ -223,6 +223,11 @@ Caption Model::caption(const uint8_t* rgba, int width, int height, const Caption
     return caption_grid(*m.captioner, *m.target_tokenizer, grid, options);
 }
 
+Caption Model::caption(const Image& image, const CaptionOptions& options) const {
+    image::validate_rgba(image.pixels.size(), image.width, image.height);
+    return caption(image.pixels.data(), image.width, image.height, options);
+}
+
 Caption Model::caption_features(const float* features, int grid_cells, int feature_size,
                                 const CaptionOptions& options) const {
     const Impl& m = *impl_;

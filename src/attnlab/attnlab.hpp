@@ -6,6 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include "attnlab/error.hpp"
+#include "attnlab/image/decode.hpp"
+
 namespace attnlab {
 
 namespace gguf {
@@ -136,6 +139,9 @@ public:
     // Captions an RGBA image (width × height × 4 bytes, row-major, any size; alpha is ignored). Throws
     // attnlab::Error for a model that cannot caption (or has no image encoder), a bad size or bad options.
     Caption caption(const uint8_t* rgba, int width, int height, const CaptionOptions& options = {}) const;
+    // Captions a decoded image (decode_image / read_image: a JPEG or PNG file); also refuses pixels that are not
+    // width × height × 4 bytes.
+    Caption caption(const Image& image, const CaptionOptions& options = {}) const;
     // Captions from an encoder grid directly: features [grid_cells, feature_size] row-major, as
     // python/attnlab/data/features.py stores them (no image encoder needed).
     Caption caption_features(const float* features, int grid_cells, int feature_size,

@@ -51,8 +51,8 @@ TEST_CASE("linear: f32 weights match nn.Linear, gemm (3 rows) and gemv (1 row)")
 TEST_CASE("linear: f16 weights stay halves where the build converts them natively, else become f32") {
     const nn::Linear layer = nn::load_linear(linear_fixture(), "f16", 10, 7);
     CHECK_FALSE(layer.quantized());
-    CHECK(layer.half() == kernels::kKeepF16Weights);
-    CHECK(layer.weight.size() == (kernels::kKeepF16Weights ? 0u : 70u));
+    CHECK(layer.half() == kernels::keep_f16_weights());
+    CHECK(layer.weight.size() == (kernels::keep_f16_weights() ? 0u : 70u));
     check_case(layer, "f16.x", "f16.y");
 }
 

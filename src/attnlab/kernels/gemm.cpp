@@ -10,7 +10,7 @@
 #include "attnlab/kernels/kernels.hpp"
 #include "attnlab/kernels/simd.hpp"
 
-namespace attnlab::kernels {
+namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET {
 
 using simd::kWidth;
 using simd::Vec;
@@ -176,4 +176,4 @@ void gemm_nt_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B
     }
 }
 
-}  // namespace attnlab::kernels
+}  // namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET

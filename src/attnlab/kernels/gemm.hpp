@@ -8,18 +8,28 @@
 
 namespace attnlab::kernels {
 
-// Register tiles straight from A and B, nothing packed: gemm_nn for few rows of A.
-void gemm_nn_tiles(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                   bool accumulate = false);
-// Dot-form 4×4 tiles (16 vector accumulators along K) through simd.hpp / xsimd: gemm_nt for few rows of A.
-void gemm_nt_dot_tiles(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                       bool accumulate = false);
-// The cache-blocked GEMM (gemm_packed.cpp): A and B packed into micro-panels, one register-blocked
-// micro-kernel for both; nt packs Bᵀ (B is [N,K]).
-void gemm_nn_packed(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                    bool accumulate = false);
-void gemm_nt_packed(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
-                    bool accumulate = false);
+// Dispatched like the kernels of kernels.hpp (in a kernel target's own translation units, that target's own).
+#define ATTNLAB_GEMM_PATH_DECLARATIONS                                                                           \
+    /* Register tiles straight from A and B, nothing packed: gemm_nn for few rows of A. */                      \
+    void gemm_nn_tiles(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, \
+                       bool accumulate = false);                                                                \
+    /* Dot-form 4×4 tiles (16 vector accumulators along K) through simd.hpp / xsimd: gemm_nt for few rows. */   \
+    void gemm_nt_dot_tiles(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,      \
+                           int ldc, bool accumulate = false);                                                   \
+    /* The cache-blocked GEMM (gemm_packed.cpp): A and B packed into micro-panels, one register-blocked         \
+       micro-kernel for both; nt packs Bᵀ (B is [N,K]). */                                                      \
+    void gemm_nn_packed(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,         \
+                        int ldc, bool accumulate = false);                                                      \
+    void gemm_nt_packed(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C,         \
+                        int ldc, bool accumulate = false);
+
+#if defined(ATTNLAB_KERNEL_TARGET)
+namespace ATTNLAB_KERNEL_TARGET {
+ATTNLAB_GEMM_PATH_DECLARATIONS
+}
+#else
+ATTNLAB_GEMM_PATH_DECLARATIONS
+#endif
 
 namespace detail {
 

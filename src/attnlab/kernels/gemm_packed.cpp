@@ -17,7 +17,7 @@
 #include "attnlab/kernels/gemm.hpp"
 #include "attnlab/kernels/simd.hpp"
 
-namespace attnlab::kernels {
+namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET {
 
 using simd::kWidth;
 using simd::Vec;
@@ -184,4 +184,4 @@ void gemm_nt_packed(int M, int N, int K, const float* A, int lda, const float* B
     gemm_packed(true, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
-}  // namespace attnlab::kernels
+}  // namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET

@@ -6,7 +6,7 @@
 #include "attnlab/kernels/kernels.hpp"
 #include "attnlab/kernels/simd.hpp"
 
-namespace attnlab::kernels {
+namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET {
 
 using simd::kWidth;
 using simd::Vec;
@@ -116,4 +116,4 @@ void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, boo
     }
 }
 
-}  // namespace attnlab::kernels
+}  // namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET

@@ -4,6 +4,11 @@
 // Every kernel here has two implementations with the same signature:
 //   attnlab::kernels::            the SIMD one (xsimd; AVX2/FMA natively, SSE2 lowered to SIMD128 in wasm)
 //   attnlab::kernels::reference:: plain scalar loops, used by the tests as the ground truth
+// The SIMD kernels are compiled once per kernel target (x86-64: baseline SSE2, avx2, avx512; elsewhere only
+// baseline, with the library's own flags) into attnlab::kernels::<target>::, and attnlab::kernels:: forwards each
+// call to the target chosen at startup (dispatch.cpp: the best one the CPU runs, or ATTNLAB_CPU). In a target's
+// own translation units (ATTNLAB_KERNEL_TARGET defined) the same declarations name that target's functions instead,
+// so kernels calling kernels stay inside their target.
 // Leading dimensions (ld*) are in elements, so a kernel can work on a slice of a larger matrix
 // (one attention head, one gate of a recurrent cell).
 #include <cstddef>
@@ -71,41 +76,52 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
     /* the k largest values, descending, ties by lower index; k <= n */                                   \
     void top_k(const float* x, int n, int k, int* indices, float* values);
 
+// The SIMD kernels without a scalar twin.
+#define ATTNLAB_SIMD_KERNEL_DECLARATIONS                                                                    \
+    /* y = W·x (+ y when accumulate) with W [M, N] held as halves; exact widening, float accumulation. */  \
+    void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate = false);     \
+    /* out[i] = the float value of half h[i], i < n (vectorized where the arch converts halves). */         \
+    void f16_to_f32_n(const uint16_t* h, std::size_t n, float* out);                                      \
+    /* The block scales of a Q8_0 matrix W [M, N] as floats, grouped the way gemv_q8_q8 reads them: rows   \
+       in fours, [ceil(M/4), N/32, 4] (lane r = row 4·g + r; lanes past M are 0). Throws when N % 32 != 0. */\
+    std::vector<float> q8_scales_by4(const BlockQ8_0* W, int M, int N);                                   \
+    /* Whether F16 weights should stay halves in memory (nn::Linear::weight_f16): where the target converts \
+       halves in one instruction per vector (F16C), a batch-1 step then reads half the bytes               \
+       (bench_kernels gemv_512x2048: 40.7 GFLOP/s with halves, 15.2 with floats; docs/performance.md). Not  \
+       for the SSE2 baseline, which converts with integer arithmetic, nor in wasm: SIMD128 has no half      \
+       conversion and the bit arithmetic makes gemv_f16 ~5x slower than gemv there (2.7 against 15.3), so   \
+       wasm widens F16 to f32 at load. */                                                                   \
+    bool keep_f16_weights();                                                                               \
+    /* Which SIMD instruction set the kernels run ("avx512", "avx2+fma", "sse2 (wasm simd128)", ...). */    \
+    const char* simd_name();
+
+#if defined(ATTNLAB_KERNEL_TARGET)
+namespace ATTNLAB_KERNEL_TARGET {  // only: with the dispatchers visible too, argument-dependent lookup would find both
 ATTNLAB_KERNEL_DECLARATIONS
+ATTNLAB_SIMD_KERNEL_DECLARATIONS
+}
+#else
+ATTNLAB_KERNEL_DECLARATIONS
+ATTNLAB_SIMD_KERNEL_DECLARATIONS
+#endif
 
 namespace reference {
 ATTNLAB_KERNEL_DECLARATIONS
 }
 
-#undef ATTNLAB_KERNEL_DECLARATIONS
-
 // IEEE half <-> float, exact for every half value (round to nearest even on the way down).
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 
-// Whether F16 weights stay halves in memory (nn::Linear::weight_f16). Natively with F16C the conversion is one
-// instruction per vector, so a batch-1 step reads half the bytes (bench_kernels gemv_512x2048: 40.7 GFLOP/s with
-// halves, 15.2 with floats; docs/performance.md). Not in wasm: SIMD128 has no half conversion and the bit
-// arithmetic makes gemv_f16 ~5x slower than gemv there (2.7 against 15.3), so wasm widens F16 to f32 at load.
-#if defined(__F16C__) && !defined(__wasm_simd128__)
-constexpr bool kKeepF16Weights = true;
-#else
-constexpr bool kKeepF16Weights = false;
-#endif
-
-// y = W·x (+ y when accumulate) with W [M, N] held as halves; exact widening, float accumulation.
-void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate = false);
-// out[i] = the float value of half h[i], i < n (vectorized where the arch converts halves).
-void f16_to_f32_n(const uint16_t* h, std::size_t n, float* out);
-
 // Quantize n floats (n % 32 == 0) the way ggml does: scale = max|x| / 127, q = round(x / scale).
 void quantize_q8_0(const float* x, std::size_t n, BlockQ8_0* out);
 void dequantize_q8_0(const BlockQ8_0* blocks, std::size_t n, float* out);
-// The block scales of a Q8_0 matrix W [M, N] as floats, grouped the way gemv_q8_q8 reads them: rows in fours,
-// [ceil(M/4), N/32, 4] (lane r = row 4·g + r; lanes past M are 0). Throws when N % 32 != 0.
-std::vector<float> q8_scales_by4(const BlockQ8_0* W, int M, int N);
-
-// Which SIMD instruction set the kernels were compiled for ("avx2+fma", "sse2 (wasm simd128)", ...).
-const char* simd_name();
+// The kernel targets: the ones this build compiled, the one the CPU runs now (its name, as ATTNLAB_CPU spells
+// it). The first kernel call picks it: ATTNLAB_CPU=baseline|avx2|avx512 forces one (an attnlab::Error when it
+// is not compiled or the CPU cannot run it), unset, empty or "auto" takes the best the CPU runs.
+std::vector<const char*> compiled_targets();
+const char* active_target();
+// Whether this CPU (and its OS) can run a target's instructions; false for a name that is no target.
+bool cpu_runs(const char* target);
 
 }  // namespace attnlab::kernels

@@ -22,7 +22,7 @@
 #include "attnlab/kernels/q8_activations.hpp"
 #include "attnlab/kernels/simd.hpp"
 
-namespace attnlab::kernels {
+namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET {
 
 namespace {
 
@@ -81,4 +81,4 @@ std::vector<float> q8_scales_by4(const BlockQ8_0* W, int M, int N) {
     return out;
 }
 
-}  // namespace attnlab::kernels
+}  // namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET

@@ -11,7 +11,7 @@
 #include "attnlab/kernels/kernels.hpp"
 #include "attnlab/kernels/simd.hpp"
 
-namespace attnlab::kernels {
+namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET {
 
 using simd::kWidth;
 using simd::Vec;
@@ -203,4 +203,4 @@ void embedding(const float* table, int vocab, int dim, const int32_t* ids, int n
         std::memcpy(out + (size_t)i * dim, table + (size_t)ids[i] * dim, sizeof(float) * (size_t)dim);
 }
 
-}  // namespace attnlab::kernels
+}  // namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET

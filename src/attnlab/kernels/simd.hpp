@@ -2,7 +2,8 @@
 // The one vector abstraction of the kernels (ggml-style): a float vector of the compiled arch and the
 // handful of operations the kernels need. Everything SIMD in the kernels goes through here.
 //
-//   native (-march=native): xsimd's best arch, AVX-512 (16 floats) or AVX2+FMA (8 floats)
+//   x86-64, one kernel target per set of flags (CMakeLists.txt): baseline (SSE2, 4 floats), avx2 (AVX2+FMA+F16C,
+//                            8 floats), avx512 (AVX-512 F/BW/DQ/VL, 16 floats): xsimd's best arch for each
 //   wasm (-msimd128 -msse2): xsimd's SSE2 backend (4 floats), which emcc lowers to SIMD128;
 //                            fma becomes mul+add since SIMD128 has no fused multiply-add.
 #include <cstdint>
@@ -316,7 +317,7 @@ inline const char* name() {
         return "avx";
 #endif
     }
-    return "sse (4 lanes)";
+    return "sse2";
 #endif
 }
 

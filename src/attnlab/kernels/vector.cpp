@@ -9,7 +9,7 @@
 #include "attnlab/kernels/kernels.hpp"
 #include "attnlab/kernels/simd.hpp"
 
-namespace attnlab::kernels {
+namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET {
 
 using simd::kWidth;
 using simd::Vec;
@@ -76,4 +76,12 @@ void top_k(const float* x, int n, int k, int* indices, float* values) {
 
 const char* simd_name() { return simd::name(); }
 
-}  // namespace attnlab::kernels
+bool keep_f16_weights() {
+#if defined(__F16C__) && !defined(__wasm_simd128__)
+    return true;
+#else
+    return false;
+#endif
+}
+
+}  // namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET

@@ -165,7 +165,7 @@ Linear load_linear_tensors(const gguf::File& file, const std::string& weight_nam
     const gguf::TensorType type = file.tensor(weight_name).type;
     if (type == gguf::TensorType::q8_0)
         layer.weight_q8 = file.load_q8(weight_name, {out, in});  // stays quantized: gemv_q8_q8 / gemm_nt_q8
-    else if (type == gguf::TensorType::f16 && kernels::kKeepF16Weights)
+    else if (type == gguf::TensorType::f16 && kernels::keep_f16_weights())
         layer.weight_f16 = file.load_f16(weight_name, {out, in});
     else
         layer.weight = file.load_f32<2>(weight_name, {out, in});

@@ -1,6 +1,6 @@
 #pragma once
 // nn.Linear: y = x · Wᵀ + b, with W in PyTorch layout [out, in], as f32, as IEEE halves (native builds with F16C,
-// kernels::kKeepF16Weights) or as GGUF Q8_0 blocks.
+// kernels::keep_f16_weights()) or as GGUF Q8_0 blocks.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,7 +50,7 @@ Linear slice_rows(const Linear& layer, int begin, int count);
 void validate(const Linear& layer, const std::string& what);
 
 // Reads "<prefix>.weight" [out, in] and, when with_bias, "<prefix>.bias" [out]. Q8_0 weights stay quantized,
-// F16 stays F16 where kernels::kKeepF16Weights (else becomes f32), F32 stays f32. Throws attnlab::Error when a tensor is missing or has another shape.
+// F16 stays F16 where kernels::keep_f16_weights() (else becomes f32), F32 stays f32. Throws attnlab::Error when a tensor is missing or has another shape.
 Linear load_linear(const gguf::File& file, const std::string& prefix, int in, int out, bool with_bias = true);
 // Same, but the bias is loaded only when the file has "<prefix>.bias".
 Linear load_linear_optional_bias(const gguf::File& file, const std::string& prefix, int in, int out);

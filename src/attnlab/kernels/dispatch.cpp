@@ -1,0 +1,251 @@
+// The one place that picks a kernel target: attnlab::kernels::X forwards to attnlab::kernels::<target>::X for the
+// target chosen at the first call. The SIMD kernel files are compiled once per target (CMakeLists.txt: baseline
+// -march=x86-64, avx2 -march=x86-64-v3, avx512 -march=x86-64-v4; a single baseline elsewhere), and each target's
+// objects keep only their attnlab::kernels::<target>:: symbols global, so code compiled for one target never
+// stands in for another's (an inline function or template both include would otherwise be merged by the linker).
+//
+// A kernel joins the dispatch with its declaration in one of the DECLARATIONS macros (kernels.hpp, gemm.hpp), its
+// file in ATTNLAB_DISPATCHED_KERNELS (CMakeLists.txt) inside namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET,
+// and one forwarding function below.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "attnlab/error.hpp"
+#include "attnlab/kernels/gemm.hpp"
+#include "attnlab/kernels/kernels.hpp"
+
+// CMake defines these to 1 for the targets it compiled.
+#ifndef ATTNLAB_KERNEL_HAVE_AVX2
+#define ATTNLAB_KERNEL_HAVE_AVX2 0
+#endif
+#ifndef ATTNLAB_KERNEL_HAVE_AVX512
+#define ATTNLAB_KERNEL_HAVE_AVX512 0
+#endif
+
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__EMSCRIPTEN__)
+#include <cpuid.h>
+#define ATTNLAB_X86_CPUID 1
+#endif
+
+namespace attnlab::kernels {
+
+#define ATTNLAB_TARGET_DECLARATIONS ATTNLAB_KERNEL_DECLARATIONS ATTNLAB_SIMD_KERNEL_DECLARATIONS ATTNLAB_GEMM_PATH_DECLARATIONS
+namespace baseline {
+ATTNLAB_TARGET_DECLARATIONS
+}
+#if ATTNLAB_KERNEL_HAVE_AVX2
+namespace avx2 {
+ATTNLAB_TARGET_DECLARATIONS
+}
+#endif
+#if ATTNLAB_KERNEL_HAVE_AVX512
+namespace avx512 {
+ATTNLAB_TARGET_DECLARATIONS
+}
+#endif
+#undef ATTNLAB_TARGET_DECLARATIONS
+
+namespace {
+
+enum class Target { baseline, avx2, avx512 };
+constexpr Target kTargets[] = {Target::baseline, Target::avx2, Target::avx512};
+
+const char* name_of(Target target) {
+    switch (target) {
+        case Target::avx2: return "avx2";
+        case Target::avx512: return "avx512";
+        case Target::baseline: break;
+    }
+    return "baseline";
+}
+
+bool compiled(Target target) {
+    switch (target) {
+        case Target::avx2: return ATTNLAB_KERNEL_HAVE_AVX2;
+        case Target::avx512: return ATTNLAB_KERNEL_HAVE_AVX512;
+        case Target::baseline: break;
+    }
+    return true;
+}
+
+#if ATTNLAB_X86_CPUID
+// Every feature the -march level of a target lets the compiler use, and the OS saving the registers it needs
+// (XGETBV): x86-64-v3 is AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT, MOVBE; x86-64-v4 adds AVX-512 F, BW, CD, DQ, VL.
+struct CpuFeatures {
+    bool v3 = false, v4 = false;
+};
+
+CpuFeatures detect_cpu() {
+    CpuFeatures f;
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+    const bool fma = c & (1u << 12), movbe = c & (1u << 22), osxsave = c & (1u << 27), avx = c & (1u << 28),
+               f16c = c & (1u << 29);
+    if (!osxsave || !avx) return f;
+    unsigned xcr0_low, xcr0_high;
+    __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+    const bool os_ymm = (xcr0_low & 0x6u) == 0x6u;     // SSE and AVX state
+    const bool os_zmm = (xcr0_low & 0xe6u) == 0xe6u;   // and opmask, ZMM0-15 upper halves, ZMM16-31
+    if (__get_cpuid_max(0, nullptr) < 7) return f;
+    __cpuid_count(7, 0, a, b, c, d);
+    const bool bmi1 = b & (1u << 3), avx2 = b & (1u << 5), bmi2 = b & (1u << 8), avx512f = b & (1u << 16),
+               avx512dq = b & (1u << 17), avx512cd = b & (1u << 28), avx512bw = b & (1u << 30),
+               avx512vl = b & (1u << 31);
+    bool lzcnt = false;
+    if (__get_cpuid(0x80000001u, &a, &b, &c, &d)) lzcnt = c & (1u << 5);
+    f.v3 = os_ymm && avx2 && fma && f16c && bmi1 && bmi2 && lzcnt && movbe;
+    f.v4 = f.v3 && os_zmm && avx512f && avx512bw && avx512cd && avx512dq && avx512vl;
+    return f;
+}
+#endif
+
+bool runs(Target target) {
+    if (target == Target::baseline) return true;
+#if ATTNLAB_X86_CPUID
+    static const CpuFeatures cpu = detect_cpu();
+    return target == Target::avx2 ? cpu.v3 : cpu.v4;
+#else
+    return false;
+#endif
+}
+
+std::string runnable_list() {
+    std::string list;
+    for (Target t : kTargets)
+        if (compiled(t) && runs(t)) list += std::string(list.empty() ? "" : ", ") + name_of(t);
+    return list;
+}
+
+Target choose() {
+    const char* forced = std::getenv("ATTNLAB_CPU");
+    if (forced == nullptr || *forced == '\0' || std::strcmp(forced, "auto") == 0) {
+        Target best = Target::baseline;
+        for (Target t : kTargets)
+            if (compiled(t) && runs(t)) best = t;
+        return best;
+    }
+    for (Target t : kTargets) {
+        if (std::strcmp(forced, name_of(t)) != 0) continue;
+        check(compiled(t), std::string("ATTNLAB_CPU=") + forced + ": this build has no " + forced +
+                               " kernels (it has: " + runnable_list() + ")");
+        check(runs(t), std::string("ATTNLAB_CPU=") + forced + ": this CPU cannot run them (it runs: " +
+                           runnable_list() + ")");
+        return t;
+    }
+    fail(std::string("ATTNLAB_CPU=") + forced + ": not a kernel target (baseline, avx2, avx512 or auto)");
+}
+
+// Decided once, at the first kernel call (a static initialized on first use, so also right for calls made while
+// other files' statics are being initialized); a bad ATTNLAB_CPU throws from every call instead.
+Target active() {
+    static const Target target = choose();
+    return target;
+}
+
+}  // namespace
+
+std::vector<const char*> compiled_targets() {
+    std::vector<const char*> names;
+    for (Target t : kTargets)
+        if (compiled(t)) names.push_back(name_of(t));
+    return names;
+}
+
+const char* active_target() { return name_of(active()); }
+
+bool cpu_runs(const char* target) {
+    for (Target t : kTargets)
+        if (std::strcmp(target, name_of(t)) == 0) return runs(t);
+    return false;
+}
+
+#if ATTNLAB_KERNEL_HAVE_AVX512
+#define ATTNLAB_CASE_AVX512(call) \
+    case Target::avx512: return avx512::call;
+#else
+#define ATTNLAB_CASE_AVX512(call)
+#endif
+#if ATTNLAB_KERNEL_HAVE_AVX2
+#define ATTNLAB_CASE_AVX2(call) \
+    case Target::avx2: return avx2::call;
+#else
+#define ATTNLAB_CASE_AVX2(call)
+#endif
+#define ATTNLAB_DISPATCH(call)                \
+    switch (active()) {                       \
+        ATTNLAB_CASE_AVX512(call)             \
+        ATTNLAB_CASE_AVX2(call)               \
+        default: return baseline::call;       \
+    }
+
+void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, bool accumulate) {
+    ATTNLAB_DISPATCH(gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate))
+}
+void gemm_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, bool accumulate) {
+    ATTNLAB_DISPATCH(gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate))
+}
+void gemm_nt_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc, bool accumulate) {
+    ATTNLAB_DISPATCH(gemm_nt_q8(M, N, K, A, lda, B, C, ldc, accumulate))
+}
+void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
+    ATTNLAB_DISPATCH(gemv(M, N, W, ldw, x, y, accumulate))
+}
+void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
+    ATTNLAB_DISPATCH(gemv_t(M, N, W, ldw, x, y, accumulate))
+}
+void gemv_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate) {
+    ATTNLAB_DISPATCH(gemv_q8(M, N, W, x, y, accumulate))
+}
+void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate, const float* scales4) {
+    ATTNLAB_DISPATCH(gemv_q8_q8(M, N, W, x, y, accumulate, scales4))
+}
+void bias_act(int rows, int cols, float* y, int ldy, const float* bias, Activation act) {
+    ATTNLAB_DISPATCH(bias_act(rows, cols, y, ldy, bias, act))
+}
+void activate(float* x, std::size_t n, Activation act) { ATTNLAB_DISPATCH(activate(x, n, act)) }
+void softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask, int ldm) {
+    ATTNLAB_DISPATCH(softmax_rows(rows, cols, x, ldx, mask, ldm))
+}
+void log_softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask, int ldm) {
+    ATTNLAB_DISPATCH(log_softmax_rows(rows, cols, x, ldx, mask, ldm))
+}
+void layer_norm_rows(int rows, int cols, const float* x, float* y, const float* gamma, const float* beta, float eps) {
+    ATTNLAB_DISPATCH(layer_norm_rows(rows, cols, x, y, gamma, beta, eps))
+}
+void embedding(const float* table, int vocab, int dim, const int32_t* ids, int n, float* out) {
+    ATTNLAB_DISPATCH(embedding(table, vocab, dim, ids, n, out))
+}
+float dot(const float* a, const float* b, int n) { ATTNLAB_DISPATCH(dot(a, b, n)) }
+void axpy(int n, float alpha, const float* x, float* y) { ATTNLAB_DISPATCH(axpy(n, alpha, x, y)) }
+int argmax(const float* x, int n) { ATTNLAB_DISPATCH(argmax(x, n)) }
+void top_k(const float* x, int n, int k, int* indices, float* values) {
+    ATTNLAB_DISPATCH(top_k(x, n, k, indices, values))
+}
+
+void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate) {
+    ATTNLAB_DISPATCH(gemv_f16(M, N, W, x, y, accumulate))
+}
+void f16_to_f32_n(const uint16_t* h, std::size_t n, float* out) { ATTNLAB_DISPATCH(f16_to_f32_n(h, n, out)) }
+std::vector<float> q8_scales_by4(const BlockQ8_0* W, int M, int N) { ATTNLAB_DISPATCH(q8_scales_by4(W, M, N)) }
+bool keep_f16_weights() { ATTNLAB_DISPATCH(keep_f16_weights()) }
+const char* simd_name() { ATTNLAB_DISPATCH(simd_name()) }
+
+void gemm_nn_tiles(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                   bool accumulate) {
+    ATTNLAB_DISPATCH(gemm_nn_tiles(M, N, K, A, lda, B, ldb, C, ldc, accumulate))
+}
+void gemm_nt_dot_tiles(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                       bool accumulate) {
+    ATTNLAB_DISPATCH(gemm_nt_dot_tiles(M, N, K, A, lda, B, ldb, C, ldc, accumulate))
+}
+void gemm_nn_packed(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                    bool accumulate) {
+    ATTNLAB_DISPATCH(gemm_nn_packed(M, N, K, A, lda, B, ldb, C, ldc, accumulate))
+}
+void gemm_nt_packed(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+                    bool accumulate) {
+    ATTNLAB_DISPATCH(gemm_nt_packed(M, N, K, A, lda, B, ldb, C, ldc, accumulate))
+}
+
+}  // namespace attnlab::kernels
