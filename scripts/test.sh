@@ -34,6 +34,7 @@ run_suite "wasm (Node)" node build/wasm/attnlab_tests.js --no-version
 run_suite "js" node --test tests/js/*.test.mjs
 run_suite "fuzz (short)" bash scripts/fuzz.sh --short
 run_suite "browser e2e" node --test tests/e2e/*.test.mjs
+run_suite "bundlers, CDN, package and README snippets" node --test tests/packaging/*.test.mjs
 run_suite "soak (short)" node scripts/soak.mjs --short
 
 echo

@@ -126,9 +126,11 @@ function noWorker(why) {
 /**
  * A module Web Worker running worker.mjs (env.workerUrl when set), or null where no worker can run it (a console
  * note says why, once). A module imported from another origin (a CDN) cannot be a worker script itself: a
- * same-origin blob: worker imports it instead (the CDN serves it with CORS, as it must for the import itself).
+ * same-origin blob: worker imports it instead (the CDN serves it with CORS, as it must for the import itself), and
+ * where that is refused too (a CSP without blob: in worker-src, which Chromium reports only asynchronously) the
+ * engine runs on this thread.
  */
-export function startEngineWorker() {
+export async function startEngineWorker() {
   let url;
   try {
     if (env.workerUrl) {
@@ -144,11 +146,33 @@ export function startEngineWorker() {
   // worker.mjs a second time as an asset.
   const moduleUrl = import.meta.url;
   url ??= new URL('./worker.mjs', moduleUrl);
+  let worker;
+  let blobUrl;
   try {
-    const source = `import ${JSON.stringify(url.href)};\n`;
-    const blobUrl = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
-    return new Worker(blobUrl, { type: 'module', name: 'attnlab-engine' });
+    // The ready message follows the import, so it comes only once the real worker is listening.
+    const source = `import ${JSON.stringify(url.href)};\nself.postMessage({ attnlabWorkerReady: true });\n`;
+    blobUrl = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
+    worker = new Worker(blobUrl, { type: 'module', name: 'attnlab-engine' });
   } catch (error) {
+    if (blobUrl) URL.revokeObjectURL(blobUrl);
     return noWorker(`${url.href} is on another origin and a blob: worker was refused (${error?.message ?? error})`);
   }
+  const started = await new Promise((resolve) => {
+    const settle = (ok) => {
+      worker.removeEventListener('message', onMessage);
+      worker.removeEventListener('error', onError);
+      URL.revokeObjectURL(blobUrl);
+      resolve(ok);
+    };
+    const onMessage = (event) => { if (event.data?.attnlabWorkerReady) settle(true); };
+    const onError = (event) => {
+      event.preventDefault?.();
+      settle(false);
+    };
+    worker.addEventListener('message', onMessage);
+    worker.addEventListener('error', onError);
+  });
+  if (started) return worker;
+  worker.terminate();
+  return noWorker(`${url.href} is on another origin and a blob: worker importing it did not start (see the console)`);
 }

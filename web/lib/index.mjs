@@ -248,7 +248,7 @@ export async function loadModel(source, options = {}) {
   const { bytes, fromCache, transferable } = await fetchModelBytes(source, options);
   if (options.signal?.aborted) throw new Error('attnlab: loading the model was aborted');
   if (useWorker) await wasmBytes();  // first, so a failed engine download leaves no worker behind
-  const worker = useWorker ? startEngineWorker() : null;
+  const worker = useWorker ? await startEngineWorker() : null;
   if (!worker) {
     const wasmBinary = isNode ? undefined : await wasmBytes();
     return new DirectModel(await createEngineModel(bytes, { wasmBinary }), fromCache);

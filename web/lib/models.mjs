@@ -124,10 +124,12 @@ export async function resolveModelName(name, { dtype, modelsBase, signal, timeou
     throw new Error('attnlab: dtype must be a string such as "q8_0" or "f16"');
   }
   const bases = await modelsBases(name, modelsBase);
+  // Node's own guesses may hold no manifest; a folder the caller named must, and its error says why.
+  const guessed = isNode && (modelsBase ?? env.modelsBase ?? '') === '';
   const tried = [];
   for (const base of bases) {
     const manifestUrl = new URL(MANIFEST, base);
-    if (manifestUrl.protocol === 'file:' && bases.length > 1 && !(await exists(manifestUrl))) {
+    if (manifestUrl.protocol === 'file:' && guessed && !(await exists(manifestUrl))) {
       tried.push(manifestUrl.href);
       continue;
     }
