@@ -178,6 +178,10 @@ export interface LoadOptions {
   cache?: boolean;
   /** Run the engine in a module Web Worker: default true in browsers; Node has no workers (false). */
   useWorker?: boolean;
+  /** With a model name: the manifest entry's dtype ("q8_0", "f16", ...); default: the entry whose id is the name. */
+  dtype?: string;
+  /** With a model name: the folder holding models/manifest.json ("{name}" replaced), instead of env.modelsBase. */
+  modelsBase?: string | URL;
 }
 
 export interface Model {
@@ -208,7 +212,8 @@ export interface Model {
 }
 
 /**
- * Loads a translation or captioning model (GGUF) from a URL, a file path (Node) or its bytes. In a browser the file and the wasm
+ * Loads a translation or captioning model (GGUF) from a URL, a file path (Node), its bytes, or by name
+ * ('bahdanau-en-de', with options.dtype) through a models/manifest.json (web/README.md, "Models by name"). In a browser the file and the wasm
  * are fetched with progress, checked against `sha256` and kept in the Cache API; the engine runs in a Web Worker.
  * Rejects with a message for a failed download, a SHA-256 mismatch, an abort or timeout, bytes that are not a
  * GGUF model, or a model that neither translates nor captions.
@@ -238,6 +243,16 @@ export function sha256Hex(bytes: ArrayBuffer | ArrayBufferView): Promise<string>
 
 /** The Cache API cache name, "attnlab-v1". */
 export const CACHE_NAME: string;
+
+/** Where the engine files and named models are; set before the first loadModel() (web/README.md, "Install"). */
+export const env: {
+  /** Folder URL (a path in Node) of attnlab.mjs and attnlab.wasm, or each file's URL; default: web/dist/. */
+  wasmPaths: string | URL | { mjs?: string | URL; wasm?: string | URL } | undefined;
+  /** The module worker script (web/lib/worker.mjs or a bundled attnlab/worker); default: next to the module. */
+  workerUrl: string | URL | undefined;
+  /** The folder holding models/manifest.json for loadModel(name) ("{name}" replaced by the name). */
+  modelsBase: string | URL | undefined;
+};
 
 /** Which engine build is running (in this thread). */
 export function engineInfo(): Promise<EngineInfo>;
