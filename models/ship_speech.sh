@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Exports the speech recognizer's checkpoint (attnlab.train.speech) to the two shipped files, checks their size and
+# their parity with PyTorch, and scores both through the engine on every dev set (the numbers of models/speech-las.md):
+#   bash models/ship_speech.sh [CHECKPOINT] [BEAM]   default /work/ckpt/speech-las/best.pt, beam 4
+# writes models/weights/speech-las.{f16,q8_0}.gguf and appends attnlab.eval.speech's JSON lines to
+# build/eval/speech-las.jsonl. Needs the native CLI (npm run build); the manifest entries are speech-las (q8_0) and
+# speech-las-f16: run node scripts/make_manifest.mjs after a re-export.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PYTHONPATH="$PWD/python"   # the attnlab package
+export OPENBLAS_NUM_THREADS=1
+checkpoint=${1:-/work/ckpt/speech-las/best.pt}
+beam=${2:-4}
+python=/usr/bin/python3
+max_bytes=$((25 * 1000 * 1000))
+mkdir -p build/eval
+for dtype in f16 q8_0; do
+  out=models/weights/speech-las.$dtype.gguf
+  $python -m attnlab.export speech --checkpoint "$checkpoint" --dtype $dtype --out "$out"
+  size=$(stat -c %s "$out")
+  [ "$size" -le "$max_bytes" ] || { echo "ship_speech: $out is $size bytes, over the 25 MB limit" >&2; exit 1; }
+done
+node scripts/make_manifest.mjs
+# The shipped files against PyTorch (dequantized weights) on the sample clips.
+$python -m unittest tests.python.test_shipped_speech -q
+for dtype in f16 q8_0; do
+  $python -m attnlab.eval.speech --model "models/weights/speech-las.$dtype.gguf" --beam "$beam" \
+    --synth "${ATTNLAB_SYNTH:-/work/ckpt/speech/synth}" | tee -a build/eval/speech-las.jsonl
+done

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""Evaluate a speech recognizer GGUF THROUGH THE C++ ENGINE (the native CLI), on the fixed dev sets of
+attnlab.data.speech and the woodchuck test clip: the numbers of models/speech-las.md.
+
+    PYTHONPATH=python python3 -m attnlab.eval.speech --model models/weights/speech-las.q8_0.gguf [--beam 4]
+        [--sets an4,fsdd,ljspeech,pocketsphinx,synth,woodchuck] [--synth DIR] [--woodchuck FILE.wav]
+
+Each set is one `attnlab transcribe --model F --beam N --json FILE...` run (AN4 as its Sphinx .mfc files, the
+others as their WAV/FLAC audio, decoded and featurized by the engine). Per set, one JSON line:
+    {"model", "set", "beam", "utterances", "cer", "exact", "monotone", "seconds"}
+cer: corpus character error rate in percent (attnlab.eval.cer); exact: the share of utterances transcribed
+exactly, in percent (the FSDD digit target); monotone: the share, in percent, of characters (from the second of
+each utterance) whose attention peak frame is not before the previous character's. The sets:
+  an4           AN4 dev speakers (8 speakers unseen in training)
+  fsdd          FSDD's held-out speaker (attnlab.data.speech.fsdd_heldout_speaker(): yweweler), all 500 clips
+  ljspeech      LJ Speech dev clips (60)
+  pocketsphinx  Debian pocketsphinx-testdata (10 clips)
+  synth         the synthetic dev voices (held out by voice), when --synth has attnlab.data.synthesize_speech output
+  woodchuck     "how much wood would a woodchuck chuck ...", festival's cmu_us_slt_arctic_hts voice (never in
+                training): web/app/samples/speech/woodchuck.wav, made by scripts/make_speech_samples.py
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+from attnlab.data import speech as data
+from attnlab.eval.cer import character_error_rate
+from attnlab.paths import CLI, ROOT
+
+SETS = ("an4", "fsdd", "ljspeech", "pocketsphinx", "synth", "woodchuck")
+WOODCHUCK_TEXT = "how much wood would a woodchuck chuck if a woodchuck could chuck wood"
+DEFAULT_WOODCHUCK = os.path.join(ROOT, "web", "app", "samples", "speech", "woodchuck.wav")
+
+
+def utterances(name, synth_root, woodchuck):
+    """[(path, reference transcript)] of one set."""
+    if name == "an4":
+        return [(u["mfc"], u["transcript"]) for u in data.an4_utterances() if u["split"] == "dev"]
+    if name == "fsdd":
+        return [(u["audio"], u["transcript"]) for u in data.fsdd_utterances() if u["split"] == "fsdd-heldout"]
+    if name == "ljspeech":
+        return [(u["audio"], u["transcript"]) for u in data.ljspeech_utterances() if u["split"] == "dev"]
+    if name == "pocketsphinx":
+        return [(u["audio"], u["transcript"]) for u in data.pocketsphinx_utterances()]
+    if name == "synth":
+        return [(u["audio"], u["transcript"]) for u in data.synthetic_utterances(synth_root) if u["split"] == "dev"]
+    if name == "woodchuck":
+        return [(woodchuck, WOODCHUCK_TEXT)] if os.path.exists(woodchuck) else []
+    raise ValueError(f"unknown set {name}")
+
+
+def peak(row):
+    return max(range(len(row)), key=row.__getitem__)
+
+
+def monotone_counts(attention):
+    """(characters whose peak is not before the previous one's, characters compared) of one [T][S] attention."""
+    peaks = [peak(row) for row in attention if row]
+    return sum(b >= a for a, b in zip(peaks, peaks[1:])), max(0, len(peaks) - 1)
+
+
+def transcribe(cli, model, beam, paths, chunk=200):
+    """The CLI's --json lines for paths, in order (several runs for long lists, to bound the argument list)."""
+    out = []
+    for start in range(0, len(paths), chunk):
+        part = paths[start:start + chunk]
+        r = subprocess.run([cli, "transcribe", "--model", model, "--beam", str(beam), "--json", *part],
+                           capture_output=True, text=True)
+        lines = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+        if len(lines) != len(part):
+            sys.exit(f"attnlab.eval.speech: {cli} gave {len(lines)} lines for {len(part)} files:\n{r.stderr}")
+        for path, line in zip(part, lines):
+            if "error" in line:
+                sys.exit(f"attnlab.eval.speech: {path}: {line['error']}")
+        out += lines
+    return out
+
+
+def evaluate(cli, model, beam, name, items):
+    start = time.time()
+    results = transcribe(cli, model, beam, [p for p, _ in items])
+    hypotheses = [r["text"] for r in results]
+    references = [t for _, t in items]
+    kept = compared = 0
+    for r in results:
+        k, c = monotone_counts(r["attention"])
+        kept, compared = kept + k, compared + c
+    return {"model": os.path.relpath(model, ROOT) if model.startswith(ROOT) else model, "set": name, "beam": beam,
+            "utterances": len(items), "cer": round(character_error_rate(hypotheses, references), 2),
+            "exact": round(100.0 * sum(h == r for h, r in zip(hypotheses, references)) / len(items), 2),
+            "monotone": round(100.0 * kept / compared, 2) if compared else None,
+            "seconds": round(time.time() - start, 1)}, list(zip(hypotheses, references))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--beam", type=int, default=4)
+    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--synth", default=data.SYNTH_ROOT, help="attnlab.data.synthesize_speech's output folder")
+    ap.add_argument("--woodchuck", default=DEFAULT_WOODCHUCK)
+    ap.add_argument("--cli", default=CLI)
+    ap.add_argument("--examples", type=int, default=0, help="print this many hypothesis/reference pairs per set")
+    args = ap.parse_args(argv)
+    for name in args.sets.split(","):
+        items = utterances(name, args.synth, args.woodchuck)
+        if not items:
+            print(f"attnlab.eval.speech: set {name} has no utterances here; skipped", file=sys.stderr)
+            continue
+        row, pairs = evaluate(args.cli, args.model, args.beam, name, items)
+        print(json.dumps(row), flush=True)
+        for h, r in pairs[:args.examples]:
+            print(f"  ref: {r}\n  hyp: {h}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
