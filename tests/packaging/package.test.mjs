@@ -6,7 +6,7 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { cp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { SENTENCES, cliTranslate, repoRoot, requireModel } from '../js/fixture_model.mjs';
@@ -64,12 +64,20 @@ test('exports: attnlab, attnlab/worker and the engine files under attnlab/dist/*
                          'package.json'].map((path) => `${root}/${path}`));
 });
 
-test('no node: module is imported by a literal a bundler would follow', async () => {
-  const libDir = join(appDir, 'node_modules/attnlab/web/lib');
-  for (const name of await readdir(libDir)) {
-    if (!name.endsWith('.mjs')) continue;
-    const source = await readFile(join(libDir, name), 'utf8');
-    assert.doesNotMatch(source, /(from\s*|import\s*\(\s*|import\s+)['"`]node:/, `${name} imports a node: module directly`);
+test('a browser bundle of attnlab and attnlab/worker reaches no node: module', async () => {
+  const esbuild = await import('esbuild');
+  const result = await esbuild.build({
+    absWorkingDir: appDir, entryPoints: ['attnlab', 'attnlab/worker'], bundle: true, format: 'esm', platform: 'browser',
+    outdir: join(dir, 'browser-bundle'), metafile: true, logLevel: 'silent',
+  });
+  assert.deepEqual(result.errors, []);
+  const inputs = Object.entries(result.metafile.inputs);
+  assert.ok(inputs.some(([path]) => path.endsWith('web/dist/attnlab.mjs')), 'the bundle holds the engine glue');
+  for (const [path, { imports }] of inputs) {
+    const nodeImports = imports.filter((entry) => /^node:/.test(entry.path) || entry.external);
+    assert.deepEqual(nodeImports, [], `${path} imports a node: module`);
+    const source = await readFile(join(appDir, path), 'utf8');
+    assert.doesNotMatch(source, /(from\s*|import\s*\(\s*|import\s+)['"`]node:/, `${path} imports a node: module directly`);
   }
 });
 
