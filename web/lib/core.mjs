@@ -2,8 +2,9 @@
 // useWorker: false): turns bytes into an engine Model and runs translations and captions with validated options.
 import { loadEngine } from './engine.mjs';
 import { checkPixels } from './image.mjs';
+import { createSpeechModel, validateTranscribeOptions } from './audio.mjs';
 
-export const TASKS = ['translate', 'caption'];
+export const TASKS = ['translate', 'caption', 'transcribe'];
 
 const LIMIT_NAMES = ['maxBeam', 'maxTextBytes', 'maxSourceTokens', 'maxTranslationLength', 'maxCaptionLength',
                      'minNoRepeatNgram', 'maxNoRepeatNgram', 'maxImageSide'];
@@ -93,8 +94,10 @@ export function validateCaptionOptions(options = {}, limits) {
 
 /** The message for calling a method the model's task does not have. */
 export function wrongTask(info, method) {
-  const what = { translate: 'translates text: use translate()', caption: 'captions images: use caption()' }[info.task];
-  return `attnlab: ${method}() needs a ${method === 'translate' ? 'translation' : 'captioning'} model, but this one ` +
+  const what = { translate: 'translates text: use translate()', caption: 'captions images: use caption()',
+                 transcribe: 'transcribes speech: use transcribe()' }[info.task];
+  const kind = { translate: 'translation', caption: 'captioning', transcribe: 'speech recognition' }[method];
+  return `attnlab: ${method}() needs a ${kind} model, but this one ` +
          `(${info.architecture}) ${what ?? `has the task "${info.task}"`}`;
 }
 
@@ -126,11 +129,13 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
     buffer.delete();
   }
   let info;
+  let speech = null;
   try {
     info = model.info();
     if (!TASKS.includes(info.task)) {
       throw new Error(`attnlab: this model's task is "${info.task}" (${info.architecture}), not "translate" or "caption"`);
     }
+    if (info.task === 'transcribe') speech = createSpeechModel(engine, data);
   } catch (error) {
     model.delete();
     throw engineError(error);
@@ -158,7 +163,18 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
         throw engineError(error);
       }
     },
+    // prepared: audio.mjs prepareAudio()'s { bytes } or { samples, sampleRate }
+    transcribe(prepared, options) {
+      if (info.task !== 'transcribe') throw new Error(wrongTask(info, 'transcribe'));
+      const { beam } = validateTranscribeOptions(options, limits);
+      try {
+        return speech.transcribe(prepared, { beam });
+      } catch (error) {
+        throw engineError(error);
+      }
+    },
     dispose() {
+      speech?.dispose();
       model.delete();
     },
     /**

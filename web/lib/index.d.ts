@@ -150,7 +150,7 @@ export type CaptionImage =
 export interface ModelInfo {
   /** general.architecture, e.g. "attnlab.bahdanau". */
   architecture: string;
-  /** "translate" (translate() works) or "caption" (caption() works). */
+  /** "translate" (translate() works), "caption" (caption() works) or "transcribe" (transcribe() works). */
   task: string;
   /** Every GGUF metadata key with a printable value (long arrays summarized). */
   metadata: Record<string, string>;
@@ -205,6 +205,15 @@ export interface Model {
    * without an image encoder. The model stays usable after any of these.
    */
   caption(image: CaptionImage, options?: CaptionOptions): Promise<Caption>;
+  /**
+   * Transcribes speech (a model whose info.task is "transcribe"); calls run one at a time in call order. WAV and
+   * FLAC are decoded by the engine (in the worker, or in Node); in a browser a Blob or bytes of another format are
+   * decoded by the page's decodeAudioData first, in Node they are refused. Rejects with an `attnlab:` message for
+   * empty, too short (under ~50 ms), too long (over 60 s) or non-finite audio, a rate outside 8..48 kHz, a
+   * Float32Array without options.sampleRate, a file that is not audio, an unsupported WAV encoding, a damaged
+   * FLAC, bad options, an aborted signal, or a model that does not transcribe. The model stays usable after any.
+   */
+  transcribe(input: TranscribeInput, options?: TranscribeOptions): Promise<Transcription>;
   /** Waits for queued calls, then frees the engine memory (and the worker); later calls reject. */
   dispose(): Promise<void>;
   /** Stops now: pending and later calls reject with "attnlab: the model was terminated". */
@@ -222,6 +231,63 @@ export function loadModel(source: string | URL | ArrayBuffer | ArrayBufferView, 
 
 /** Row i of a matrix, as a view (no copy). */
 export function matrixRow(matrix: Matrix, i: number): Float32Array;
+
+/** What transcribe() takes: mono samples (with options.sampleRate), an AudioBuffer, or an audio file's bytes. */
+export type TranscribeInput = Float32Array | AudioBuffer | Blob | ArrayBuffer | ArrayBufferView;
+
+export interface TranscribeOptions {
+  /** Beam width, 1 (greedy, the default) to limits.maxBeam. */
+  beam?: number;
+  /** The samples' rate in Hz (8000..48000), required with a Float32Array; files and AudioBuffers carry their own. */
+  sampleRate?: number;
+  /** Rejects the call ("attnlab: transcribe() was aborted", code ATTNLAB_ABORTED) if aborted before it runs. */
+  signal?: AbortSignal;
+}
+
+/** The 40-band log-mel spectrogram the engine computed, row-major [frames × bands], 100 frames a second. */
+export interface Spectrogram {
+  bands: number;
+  frames: number;
+  /** Seconds between frames (0.01): frame t covers [0.01 t, 0.01 t + 0.025625) s. */
+  frameSeconds: number;
+  data: Float32Array;
+}
+
+export interface Transcription {
+  /** Lower-case letters, digits as words, apostrophes and single spaces. */
+  text: string;
+  /** One entry per output character (text split into characters). */
+  characters: string[];
+  ids: number[];
+  /** Encoder frames (S) the attention spans, one per 40 ms of audio. */
+  frames: number;
+  /** Audio one encoder frame covers (0.04 s): frame j starts at j × frameSeconds. */
+  frameSeconds: number;
+  /** [characters × frames]: row i is where character i listened (a softmax: it sums to 1); matrixRow() reads it. */
+  attention: Matrix;
+  /** [characters × frames]: the raw location-aware scores the weights are the softmax of. */
+  scores: Matrix;
+  spectrogram: Spectrogram;
+  /** Σ log p of the characters (and of the end when the model wrote it). */
+  logProbability: number;
+  /** True when the model ended the transcript (false: it stopped at the length limit). */
+  finished: boolean;
+  /** Milliseconds the engine took: decoding the file (if any), the features and the recognizer. */
+  timeMs: number;
+}
+
+export interface DecodedAudio {
+  /** Mono samples in [-1, 1] (channels mixed by their mean). */
+  samples: Float32Array;
+  sampleRate: number;
+  /** Channels in the file. */
+  channels: number;
+  /** "pcm16", "float32", "flac24", ... */
+  encoding: string;
+}
+
+/** Decodes a WAV or FLAC file with the engine in this thread (as transcribe() does). */
+export function decodeAudio(input: Blob | ArrayBuffer | ArrayBufferView): Promise<DecodedAudio>;
 
 /** One head of an attention tensor as a [rows × cols] matrix view (no copy); throws for a layer or head out of range. */
 export function attentionHead(tensor: AttentionTensor, layer: number, head: number): Matrix;

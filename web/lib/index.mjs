@@ -10,10 +10,12 @@
 import { absoluteWasmPaths, callEngine, env, importNodeBuiltin, loadEngine, startEngineWorker, wasmUrl } from './engine.mjs';
 import { asBytes, createEngineModel, validateCaptionOptions, validateTranslate, wrongTask } from './core.mjs';
 import { checkBitmap, isImageBitmap, toPixels } from './image.mjs';
+import { checkAborted, prepareAudio, transferablesOfAudio, validateTranscribeOptions } from './audio.mjs';
 import { CACHE_NAME, download, sha256Hex, verifySha256 } from './download.mjs';
 import { isModelName, resolveModelName } from './models.mjs';
 
 export { loadEngine, download, sha256Hex, CACHE_NAME, env };
+export { decodeAudio } from './audio.mjs';
 
 const isNode = typeof process === 'object' && typeof process.versions === 'object' && !!process.versions.node;
 
@@ -128,6 +130,21 @@ class DirectModel {
     }
     return this.#queue.run(async () => this.#core.caption(pixels, options));
   }
+  transcribe(input, options = {}) {
+    let prepared;
+    try {
+      if (this.info.task !== 'transcribe') throw new Error(wrongTask(this.info, 'transcribe'));
+      prepared = prepareAudio(input, validateTranscribeOptions(options, this.limits));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    prepared.catch(() => {});  // rejected before its turn: reported by the queued call, not as unhandled
+    return this.#queue.run(async () => {
+      const audio = await prepared;
+      checkAborted(options.signal);
+      return this.#core.transcribe(audio, options);
+    });
+  }
   /** Diagnostic, not API: { wasmBytes, mallocBytes } of the engine (scripts/soak.mjs watches them for leaks). */
   _memoryStats() {
     return this.#queue.run(async () => this.#core.memoryStats());
@@ -149,6 +166,7 @@ class DirectModel {
 /** A model inside a module Web Worker; requests carry ids and are answered in order. */
 class WorkerModel {
   #worker;
+  #audioTail = Promise.resolve();
   #pending = new Map();
   #nextId = 1;
   #closed = null;
@@ -212,6 +230,25 @@ class WorkerModel {
       return Promise.reject(error);
     }
     return this.call('caption', args, transfer);
+  }
+  // The audio is read (and, for formats other than WAV/FLAC, decoded by the browser) here, then sent in call order.
+  transcribe(input, options = {}) {
+    let prepared, checked;
+    try {
+      if (this.info && this.info.task !== 'transcribe') throw new Error(wrongTask(this.info, 'transcribe'));
+      checked = validateTranscribeOptions(options, this.limits);
+      prepared = prepareAudio(input, checked);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    prepared.catch(() => {});
+    const sent = this.#audioTail.then(async () => {
+      const audio = await prepared;
+      checkAborted(checked.signal);
+      return this.call('transcribe', { audio, options: { beam: checked.beam } }, transferablesOfAudio(audio));
+    });
+    this.#audioTail = sent.catch(() => {});
+    return sent;
   }
   /** Diagnostic, not API: { wasmBytes, mallocBytes } of the worker's engine (scripts/soak.mjs watches them). */
   _memoryStats() {

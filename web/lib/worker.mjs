@@ -30,6 +30,10 @@ const methods = {
       if (bitmap) image.close();  // it was transferred here: nobody else can close it
     }
   },
+  transcribe({ audio, options }) {
+    if (!model) throw new Error('attnlab: no model is loaded');
+    return model.transcribe(audio, options);
+  },
   dispose() {
     model?.dispose();
     model = null;

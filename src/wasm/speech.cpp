@@ -1,0 +1,161 @@
+// The embind front end of speech recognition (web/lib/audio.mjs and core.mjs are its callers): a SpeechModel
+// from GGUF bytes, transcribing samples or the bytes of a WAV/FLAC file, and decodeAudio for WAV/FLAC bytes.
+// Errors reach JS as Errors whose message starts with "attnlab: ", coded ATTNLAB_BAD_INPUT for what the engine
+// refuses (attnlab::Error) and ATTNLAB_INTERNAL otherwise (as web/lib/errors.mjs names them).
+#include <emscripten/bind.h>
+
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "attnlab/attnlab.hpp"
+#include "attnlab/audio/flac.hpp"
+#include "attnlab/audio/resample.hpp"
+#include "attnlab/error.hpp"
+
+using namespace emscripten;
+
+namespace {
+
+[[noreturn]] void throw_js(const std::string& message, const char* code) {
+    val error = val::global("Error").new_("attnlab: " + message);
+    error.set("code", std::string(code));
+    error.throw_();
+    __builtin_unreachable();
+}
+
+template <typename F>
+auto guarded_speech(F&& body) -> decltype(body()) {
+    try {
+        return body();
+    } catch (const attnlab::Error& e) {
+        throw_js(e.what(), "ATTNLAB_BAD_INPUT");
+    } catch (const std::bad_alloc&) {
+        throw_js("the engine ran out of memory", "ATTNLAB_INTERNAL");
+    } catch (const std::exception& e) {
+        throw_js(e.what(), "ATTNLAB_INTERNAL");
+    } catch (...) {
+        throw_js("unknown engine error", "ATTNLAB_INTERNAL");
+    }
+}
+
+// A Uint8Array's bytes (or a Float32Array's floats) copied into wasm memory in one set().
+template <typename T>
+std::vector<T> copy_in(const val& array, const char* type, const char* what) {
+    attnlab::check(array.instanceof(val::global(type)), std::string(what) + " must be a " + type);
+    std::vector<T> out(array["length"].as<std::size_t>());
+    val(typed_memory_view(out.size(), out.data())).call<void>("set", array);
+    return out;
+}
+
+val float_array(const std::vector<float>& values) {
+    val data = val::global("Float32Array").new_(values.size());
+    data.call<void>("set", val(typed_memory_view(values.size(), values.data())));
+    return data;
+}
+
+val matrix(const std::vector<float>& values, std::size_t rows, std::size_t cols) {
+    val out = val::object();
+    out.set("rows", rows);
+    out.set("cols", cols);
+    out.set("data", float_array(values));
+    return out;
+}
+
+// The Transcription as the module returns it (index.d.ts Transcription, less timeMs, which JS measures).
+val transcription_js(const attnlab::Transcription& t) {
+    const std::size_t T = t.characters.size(), S = static_cast<std::size_t>(t.frames);
+    val characters = val::array(), ids = val::array();
+    for (std::size_t i = 0; i < T; ++i) {
+        characters.set(i, t.characters[i]);
+        ids.set(i, t.ids[i]);
+    }
+    val out = val::object();
+    out.set("text", t.text);
+    out.set("characters", characters);
+    out.set("ids", ids);
+    out.set("frames", t.frames);
+    out.set("frameSeconds", t.frame_seconds);
+    out.set("attention", matrix(t.attention, T, S));
+    out.set("scores", matrix(t.scores, T, S));
+    val spectrogram = val::object();
+    spectrogram.set("bands", 40);
+    spectrogram.set("frames", t.spectrogram_frames);
+    spectrogram.set("frameSeconds", 0.01);
+    spectrogram.set("data", float_array(t.spectrogram));
+    out.set("spectrogram", spectrogram);
+    out.set("logProbability", t.log_probability);
+    out.set("finished", t.finished);
+    return out;
+}
+
+class JsSpeechModel {
+public:
+    explicit JsSpeechModel(const val& bytes) {
+        guarded_speech([&] {
+            model_ = attnlab::Model::from_bytes(copy_in<uint8_t>(bytes, "Uint8Array", "the model bytes"));
+            attnlab::check(model_.task() == "transcribe",
+                           "this model (" + model_.architecture() + ") cannot transcribe speech");
+            return 0;
+        });
+    }
+
+    // samples: a Float32Array of mono samples in [-1, 1] at sample_rate.
+    val transcribe(const val& samples, int sample_rate, int beam) const {
+        return guarded_speech([&] {
+            const std::vector<float> x = copy_in<float>(samples, "Float32Array", "the samples");
+            attnlab::TranscribeOptions options;
+            options.beam = beam;
+            return transcription_js(model_.transcribe(x.data(), x.size(), sample_rate, options));
+        });
+    }
+
+    // bytes: a Uint8Array holding a WAV or FLAC file.
+    val transcribe_file(const val& bytes, int beam) const {
+        return guarded_speech([&] {
+            const std::vector<uint8_t> file = copy_in<uint8_t>(bytes, "Uint8Array", "the audio file bytes");
+            attnlab::TranscribeOptions options;
+            options.beam = beam;
+            return transcription_js(model_.transcribe_file_bytes(file.data(), file.size(), options));
+        });
+    }
+
+private:
+    attnlab::Model model_;
+};
+
+// WAV or FLAC bytes -> { samples: Float32Array (mono), sampleRate, channels, encoding }.
+val decode_audio_js(const val& bytes) {
+    return guarded_speech([&] {
+        const std::vector<uint8_t> file = copy_in<uint8_t>(bytes, "Uint8Array", "the audio file bytes");
+        const attnlab::audio::Audio audio = attnlab::audio::parse_audio(file.data(), file.size());
+        val out = val::object();
+        out.set("samples", float_array(audio.samples));
+        out.set("sampleRate", audio.sample_rate);
+        out.set("channels", audio.channels);
+        out.set("encoding", audio.encoding);
+        return out;
+    });
+}
+
+val transcribe_limits_js() {
+    val out = val::object();
+    out.set("maxSeconds", attnlab::kMaxTranscribeSeconds);
+    out.set("minSampleRate", attnlab::audio::kMinResampleRate);
+    out.set("maxSampleRate", attnlab::audio::kMaxResampleRate);
+    out.set("maxBeam", attnlab::limits().max_beam);
+    return out;
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(attnlab_speech) {
+    function("decodeAudio", &decode_audio_js);
+    function("transcribeLimits", &transcribe_limits_js);
+    class_<JsSpeechModel>("SpeechModel")
+        .constructor<const val&>()
+        .function("transcribe", &JsSpeechModel::transcribe)
+        .function("transcribeFile", &JsSpeechModel::transcribe_file);
+}

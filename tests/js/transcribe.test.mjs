@@ -1,0 +1,146 @@
+// model.transcribe() in Node (wasm, this thread): the shipped interim speech model on WAV and FLAC files given as
+// Uint8Array, ArrayBuffer and Blob, and on their samples as a Float32Array, gives the native CLI's transcript,
+// characters and attention for the same file; the result's shape (attention [characters x frames], spectrogram
+// [frames x 40], times); and every bad input is refused with its own `attnlab:` message while the model stays usable.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { decodeAudio, loadModel, matrixRow } from '../../web/lib/index.mjs';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const cli = process.env.ATTNLAB_CLI ?? join(root, 'build/native/attnlab');
+const manifest = JSON.parse(readFileSync(join(root, 'models/manifest.json'), 'utf8'));
+const shipped = manifest.models.find((m) => m.task === 'transcribe' && m.dtype === 'q8_0');
+const modelPath = join(root, shipped.file);
+const FILES = ['web/app/samples/speech/digits.wav', 'web/app/samples/speech/woodchuck.wav',
+  'tests/fixtures/audio/flac/stereo_44k.flac', 'tests/fixtures/audio/flac/speech_sox.flac',
+  'tests/fixtures/audio/synth_48k_float32_ext.wav'].map((f) => join(root, f));
+
+let model;
+let translator;
+before(async () => {
+  model = await loadModel(modelPath);
+  translator = await loadModel(join(root, 'tests/fixtures/rnn/additive.gguf'));
+});
+after(async () => {
+  await model?.dispose();
+  await translator?.dispose();
+});
+
+function cliTranscribe(files, beam) {
+  const r = spawnSync(cli, ['transcribe', '--model', modelPath, '--beam', String(beam), '--json', ...files],
+                      { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.trim().split('\n').map((line) => JSON.parse(line));
+}
+
+// The same characters; the attention within 5e-3 (measured: 1.5e-3): the wasm and native q8_0 kernels sum the
+// int8 products in different orders, and 40 ms frames' weights move by that much where two frames nearly tie.
+function assertSameAsCli(got, expected, what) {
+  assert.equal(got.text, expected.text, what);
+  assert.deepEqual(got.characters, expected.characters, what);
+  assert.deepEqual(got.ids, expected.ids, what);
+  assert.equal(got.attention.rows, expected.characters.length, what);
+  assert.equal(got.attention.cols, expected.frames, what);
+  for (let i = 0; i < got.attention.rows; ++i) {
+    const row = matrixRow(got.attention, i);
+    for (let j = 0; j < row.length; ++j) assert.ok(Math.abs(row[j] - expected.attention[i][j]) < 5e-3, `${what}: [${i}][${j}]`);
+  }
+}
+
+// Two module results for the same samples: identical, number for number.
+function assertIdentical(got, reference, what) {
+  assert.deepEqual(got.ids, reference.ids, what);
+  assert.deepEqual(got.attention.data, reference.attention.data, what);
+  assert.deepEqual(got.scores.data, reference.scores.data, what);
+  assert.deepEqual(got.spectrogram.data, reference.spectrogram.data, what);
+}
+
+test('model.info says transcribe, and the other tasks\' methods refuse it by name', async () => {
+  assert.equal(model.info.task, 'transcribe');
+  await assert.rejects(model.translate('hello'), /attnlab: translate\(\) needs a translation model, but this one \(attnlab\.las\) transcribes speech: use transcribe\(\)/);
+  await assert.rejects(translator.transcribe(new Float32Array(16000), { sampleRate: 16000 }),
+                       /attnlab: transcribe\(\) needs a speech recognition model, but this one .* translates text/);
+});
+
+for (const beam of [1, 4]) {
+  test(`WAV and FLAC bytes, an ArrayBuffer, a Blob and the decoded Float32Array all give the CLI's transcript (beam ${beam})`, async () => {
+    const expected = cliTranscribe(FILES, beam);
+    for (const [k, file] of FILES.entries()) {
+      const bytes = new Uint8Array(readFileSync(file));
+      const name = file.slice(root.length);
+      const reference = await model.transcribe(bytes, { beam });
+      assertSameAsCli(reference, expected[k], `${name} as Uint8Array`);
+      assertIdentical(await model.transcribe(bytes.slice().buffer, { beam }), reference, `${name} as ArrayBuffer`);
+      assertIdentical(await model.transcribe(new Blob([bytes]), { beam }), reference, `${name} as Blob`);
+      const decoded = await decodeAudio(bytes);
+      assertIdentical(await model.transcribe(decoded.samples, { sampleRate: decoded.sampleRate, beam }), reference,
+                      `${name} as Float32Array`);
+    }
+  });
+}
+
+test('the result: attention rows sum to 1, the spectrogram is 40 bands at 100 frames/s, times are given', async () => {
+  const bytes = new Uint8Array(readFileSync(FILES[0]));
+  const decoded = await decodeAudio(bytes);
+  assert.equal(decoded.sampleRate, 16000);
+  assert.equal(decoded.channels, 1);
+  assert.equal(decoded.encoding, 'pcm16');
+  const t = await model.transcribe(bytes);
+  assert.ok(t.characters.length > 0);
+  assert.equal(t.characters.join(''), t.text);
+  assert.equal(t.frameSeconds, 0.04);
+  assert.equal(t.scores.rows, t.attention.rows);
+  assert.equal(t.scores.cols, t.attention.cols);
+  for (let i = 0; i < t.attention.rows; ++i) {
+    assert.ok(Math.abs(matrixRow(t.attention, i).reduce((a, b) => a + b, 0) - 1) < 1e-4);
+  }
+  assert.equal(t.spectrogram.bands, 40);
+  // 100 feature frames a second (frame_count: 2 + (n - 410) / 160), 4 per attention frame.
+  assert.equal(t.spectrogram.frames, 2 + Math.floor((decoded.samples.length - 410) / 160));
+  assert.equal(t.spectrogram.data.length, t.spectrogram.frames * 40);
+  assert.equal(t.attention.cols, Math.floor(Math.floor(t.spectrogram.frames / 2) / 2));
+  assert.ok(t.spectrogram.data.every(Number.isFinite));
+  assert.ok(typeof t.timeMs === 'number' && t.timeMs >= 0);
+  assert.equal(typeof t.logProbability, 'number');
+});
+
+test('bad input: each refused with its own message, and the model keeps working', async () => {
+  const speech = new Uint8Array(readFileSync(join(root, 'tests/fixtures/audio/speech.wav')));
+  const alaw = speech.slice();
+  alaw[20] = 6;  // the fmt chunk's format tag
+  const withNaN = new Float32Array(16000);
+  withNaN[1234] = NaN;
+  const cases = [
+    [new Uint8Array(0), {}, /attnlab: the audio file is empty \(0 bytes\)/],
+    [new Float32Array(0), { sampleRate: 16000 }, /attnlab: the audio is empty/],
+    [new Float32Array(160), { sampleRate: 16000 }, /attnlab: the audio is too short: 10 ms/],
+    [new Float32Array(16000 * 600), { sampleRate: 16000 }, /attnlab: the audio is too long: 600 s, at most 60 s/],
+    [withNaN, { sampleRate: 16000 }, /attnlab: .*sample 1234 is -?nan: samples must be finite/],
+    [new TextEncoder().encode('this is a text file named notes.wav\n'), {}, /attnlab: transcribe\(\) reads WAV and FLAC files in Node, and these 36 bytes start like neither/],
+    [alaw, {}, /attnlab: WAV: unsupported encoding A-law \(format 0x0006\)/],
+    [readFileSync(join(root, 'tests/fixtures/audio/flac/speech.flac')).subarray(0, 3000), {}, /attnlab: FLAC: truncated/],
+    [new Float32Array(16000), {}, /attnlab: transcribe\(\) needs options\.sampleRate \(in Hz\) with a Float32Array/],
+    [new Float32Array(16000), { sampleRate: 4000 }, /attnlab: resample: sample rate 4000 Hz is outside 8000\.\.48000 Hz/],
+    [new Float32Array(16000), { sampleRate: 16000, beam: 0 }, /attnlab: beam must be an integer from 1 to 64, got 0/],
+    [new Float32Array(16000), { sampleRate: 16000.5 }, /attnlab: sampleRate must be a positive integer \(Hz\), got 16000.5/],
+    ['speech.wav', {}, /attnlab: transcribe\(\) needs a Float32Array .* got string/],
+    [null, {}, /attnlab: transcribe\(\) needs .* got null/],
+    [speech, null, /attnlab: transcribe\(\) options must be an object/],
+  ];
+  for (const [input, options, message] of cases) {
+    await assert.rejects(model.transcribe(input, options), message, `${message}`);
+  }
+  const aborted = new AbortController();
+  aborted.abort();
+  await assert.rejects(model.transcribe(speech, { signal: aborted.signal }), (e) => e.code === 'ATTNLAB_ABORTED' && /aborted/.test(e.message));
+  const refused = await model.transcribe(new Uint8Array(0)).catch((e) => e);
+  assert.equal(refused.code, 'ATTNLAB_BAD_INPUT');
+  const ok = await model.transcribe(speech);
+  assert.equal(typeof ok.text, 'string');
+  assert.ok(ok.attention.cols > 0);
+});
