@@ -9,6 +9,7 @@ import { setupExplain } from '/app/tabs/explain.mjs';
 import { setupCompare } from '/app/tabs/compare.mjs';
 import { setupSelfAttention } from '/app/tabs/selfattention.mjs';
 import { setupCaption } from '/app/tabs/caption.mjs';
+import { setupSpeech } from '/app/tabs/speech.mjs';
 import { setupEngine } from '/app/tabs/engine.mjs';
 import { openRequestedTab } from '/app/widgets/tablist.mjs';
 import { registerOfflineCopy } from '/app/offline.mjs';
@@ -37,6 +38,7 @@ async function start() {
   const translators = manifest.filter((entry) => entry.task === 'translate');
   const shared = { getModel, available };
   setupCaption({ entries: manifest.filter((entry) => entry.task === 'caption'), ...shared });
+  setupSpeech({ entries: manifest.filter((entry) => entry.task === 'transcribe'), ...shared });
   setupCompare({ entries: translators, ...shared });
   setupSelfAttention({ entries: translators.filter((entry) => entry.arch === 'transformer'), ...shared });
   openRequestedTab();  // a shared link's tab, once the tabs its models enable are enabled

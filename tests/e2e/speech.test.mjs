@@ -1,0 +1,119 @@
+// Browser end to end for the Speech tab: web/server.mjs serves a manifest whose only model is the shipped interim
+// speech recognizer, headless Chromium (playwright-core, /usr/bin/chromium) with a fake microphone playing a
+// sample clip. An uploaded file's transcript equals the native CLI's on that file, with one attention row per
+// character drawn under the spectrogram; recording from the fake microphone moves the level meter and transcribes
+// when stopped (the microphone is released); without the permission the tab says so; no request leaves the origin.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { repoRoot } from '../js/fixture_model.mjs';
+import { CHROMIUM_ARGS, offsiteRequests } from '../support/chromium.mjs';
+import { startSite } from '../support/site.mjs';
+
+const cli = process.env.ATTNLAB_CLI ?? join(repoRoot, 'build/native/attnlab');
+const manifest = JSON.parse(readFileSync(join(repoRoot, 'models/manifest.json'), 'utf8'));
+const entry = manifest.models.find((m) => m.task === 'transcribe' && m.dtype === 'q8_0');
+const MODEL = join(repoRoot, entry.file);
+const SAMPLES = join(repoRoot, 'web/app/samples/speech');
+const MICROPHONE_CLIP = join(SAMPLES, 'digits.wav');
+
+let site;
+let page;
+
+before(async () => {
+  site = await startSite({
+    prefix: 'attnlab-e2e-speech-',
+    models: [{ from: MODEL, name: 'speech.gguf', id: 'speech-test', label: 'Speech (test)', task: 'transcribe',
+               arch: 'las', src: 'audio', tgt: 'en', dtype: 'q8_0' }],
+    args: [...CHROMIUM_ARGS, '--use-fake-device-for-media-stream', '--autoplay-policy=no-user-gesture-required',
+           `--use-file-for-fake-audio-capture=${MICROPHONE_CLIP}`],
+    viewport: { width: 1100, height: 900 },
+  });
+  page = await site.context.newPage();
+  await openSpeechTab(page);
+});
+
+after(async () => {
+  await site?.close();
+});
+
+async function openSpeechTab(p) {
+  await p.goto(`${site.origin}/`);
+  await p.waitForFunction(() => !document.getElementById('tab-btn-speech').disabled);
+  await p.locator('#tab-btn-speech').click();
+  await p.waitForFunction(() => /ready/.test(document.getElementById('sp-status-text').textContent), null, { timeout: 60_000 });
+}
+
+function cliTranscript(file, beam) {
+  const r = spawnSync(cli, ['transcribe', '--model', MODEL, '--beam', String(beam), '--json', file], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+// Waits for a transcript different from `previous` (or for the error box), and returns it.
+async function waitForTranscript(p, previous) {
+  await p.waitForFunction((before) => {
+    const error = document.getElementById('sp-error');
+    const result = document.getElementById('sp-result');
+    return !error.hidden || (!result.hidden && document.getElementById('sp-timing').textContent !== before);
+  }, previous, { timeout: 60_000 });
+  assert.equal(await p.locator('#sp-error').isHidden(), true, `the page reported: ${await p.locator('#sp-error').textContent()}`);
+  return { text: await p.locator('#sp-output').textContent(), timing: await p.locator('#sp-timing').textContent() };
+}
+
+test('an uploaded WAV and FLAC give the CLI\'s transcript, a character row each under the spectrogram', async () => {
+  let timing = '';
+  for (const [file, beam] of [[join(SAMPLES, 'woodchuck.wav'), '1'], [join(repoRoot, 'tests/fixtures/audio/flac/stereo_44k.flac'), '4']]) {
+    await page.locator('#sp-beam').selectOption(beam);
+    await page.locator('#sp-file').setInputFiles(file);
+    const got = await waitForTranscript(page, timing);
+    timing = got.timing;
+    const expected = cliTranscript(file, Number(beam));
+    assert.equal(got.text, expected.text || '(nothing: the model wrote no characters)', file);
+    assert.match(got.timing, /s of audio transcribed in \d+ ms \(beam \d\)/);
+    assert.equal(await page.locator('#sp-chars button').count(), expected.characters.length);
+    const sizes = await page.evaluate(() => ['sp-spectrogram', 'sp-attention'].map((id) => {
+      const c = document.getElementById(id);
+      return { width: c.getBoundingClientRect().width, height: c.getBoundingClientRect().height };
+    }));
+    assert.equal(sizes[0].width, sizes[1].width, 'the spectrogram and the attention share one time axis');
+    assert.ok(sizes[1].height >= expected.characters.length * 14);
+  }
+  // Hovering a character reads out its frames.
+  await page.locator('#sp-chars button').nth(1).hover();
+  assert.match(await page.locator('#sp-readout').textContent(), /\(character 2 of \d+\): peak weight \d\.\d\d on the frame at \d+\.\d\d s/);
+  assert.deepEqual(offsiteRequests(site.requests, site.origin), []);
+});
+
+test('the fake microphone records (the level meter moves), transcribes when stopped and is released', async () => {
+  await site.context.grantPermissions(['microphone'], { origin: site.origin });
+  const previous = await page.locator('#sp-timing').textContent();
+  await page.locator('#sp-record').click();
+  await page.waitForFunction(() => !document.getElementById('sp-stop').hidden);
+  await page.waitForFunction(() => Number(document.getElementById('sp-level').value) > 0.01, null, { timeout: 10_000 });
+  await page.waitForTimeout(2500);
+  await page.locator('#sp-stop').click();
+  const got = await waitForTranscript(page, previous);
+  assert.ok(got.text.length > 0);
+  assert.match(got.timing, /^[2-9]\.\d s of audio transcribed/);
+  assert.equal(await page.locator('#sp-chars button').count(), [...got.text].length);
+  assert.equal(await page.locator('#sp-record').isVisible(), true);
+  assert.equal(await page.locator('#sp-level').isHidden(), true);
+});
+
+test('without the microphone permission the tab says so', async () => {
+  await site.context.clearPermissions();
+  const denied = await site.context.newPage();
+  try {
+    await openSpeechTab(denied);
+    await denied.locator('#sp-record').click();
+    await denied.waitForFunction(() => !document.getElementById('sp-error').hidden, null, { timeout: 10_000 });
+    assert.match(await denied.locator('#sp-error').textContent(), /Microphone permission was denied/);
+    assert.equal(await denied.locator('#sp-record').isVisible(), true);
+  } finally {
+    await denied.close();
+  }
+});

@@ -1,0 +1,491 @@
+// The Speech tab: audio in (the microphone, a file or a dropped one, the sample clips), the engine's transcript
+// out, and under the audio's log-mel spectrogram the attention of every character over the encoder's frames,
+// on one time axis (an attention frame is 40 ms, four spectrogram frames of 10 ms). Hovering or focusing a
+// character highlights the frames it attended to; clicking it (or Enter) plays that slice of the audio. Every
+// number drawn comes from the engine (Transcription.spectrogram, .attention); this module only draws. The panel's
+// DOM is built here, so index.html holds only the empty section. main.mjs calls setupSpeech() with the manifest.
+import { matrixRow } from '/lib/index.mjs';
+import { byId, el, showError as showErrorIn, statusLine, createModelLoader } from '/app/ui.mjs';
+import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
+import { enableTab } from '/app/widgets/tablist.mjs';
+
+const SAMPLES_URL = '/app/samples/speech/speech.json';
+const SAMPLES_BASE = '/app/samples/speech/';
+const MAX_RECORD_SECONDS = 60;     // the engine's limit (kMaxTranscribeSeconds): recording stops there
+const SPEC_PX = 3;                 // CSS pixels per 10 ms spectrogram frame
+const LABEL_PX = 28;               // the character column left of both canvases
+const BAND_PX = 3;                 // per mel band
+const ROW_PX = 14;                 // per character
+const FRAMES_PER_ATTENTION_FRAME = 4;
+
+const view = {
+  entries: [],
+  loader: null,
+  model: null,        // { entry, promise }
+  result: null,       // the engine's last Transcription
+  audio: null,        // { samples, sampleRate } of what was transcribed, for playback (null: cannot play)
+  selected: -1,       // character highlighted
+  recording: null,    // { stream, context, chunks, started, timer, level } while recording
+  busy: false,
+  playback: null,     // AudioContext for slices
+};
+
+const setStatus = statusLine('sp');
+const showError = (error) => {
+  if (error) clearResult();
+  showErrorIn(byId('sp-error'), error);
+};
+
+function clearResult() {
+  view.result = null;
+  byId('sp-result').hidden = true;
+}
+
+const currentEntry = () => pickedEntry(byId('sp-model'), view.entries);
+
+function ensureModel() {
+  const entry = currentEntry();
+  if (view.model?.entry !== entry) {
+    const promise = view.loader.load(entry).then((model) => {
+      if (!model && view.model?.promise === promise) view.model = null;
+      return model;
+    });
+    view.model = { entry, promise };
+  }
+  return view.model.promise;
+}
+
+// ---------------------------------------------------------------- panel
+
+function buildPanel(panel) {
+  const beamSelect = el('select', { attrs: { id: 'sp-beam', 'data-testid': 'sp-beam' } },
+                        [1, 2, 4, 8].map((b) => el('option', { text: b === 1 ? '1 (greedy)' : String(b), attrs: { value: String(b) } })));
+  beamSelect.value = '4';
+  panel.append(
+    el('p', { className: 'lead', text: 'Listen, Attend and Spell: the encoder turns the audio into frames of 40 ms, and ' +
+      'the decoder attends to them before writing each character, its attention nudged forward by where it ' +
+      'looked last (location-aware attention). Speak, or drop a recording: under the spectrogram each row is a ' +
+      'character, lit where it listened. The shipped model is an interim one, trained here for a few hours: ' +
+      'it makes many mistakes (models/speech-las.md has its numbers), but its alignment is already visible.' }),
+    el('div', { className: 'controls' }, [
+      el('label', { className: 'field' }, [el('span', { text: 'Recognizer' }),
+        el('select', { attrs: { id: 'sp-model', 'data-testid': 'sp-model' } })]),
+      el('label', { className: 'field narrow' }, [el('span', { text: 'Beam width' }), beamSelect]),
+    ]),
+    el('div', { className: 'model-status', attrs: { id: 'sp-status', 'data-testid': 'sp-status', role: 'status', 'aria-live': 'polite' } }, [
+      el('progress', { attrs: { id: 'sp-progress', max: '1', value: '0', 'aria-label': 'Model download', hidden: '' } }),
+      el('span', { attrs: { id: 'sp-status-text' } }),
+    ]),
+    el('div', { className: 'cap-drop', attrs: { id: 'sp-drop', 'data-testid': 'sp-drop' } }, [
+      el('button', { className: 'primary', text: '● Record', attrs: { id: 'sp-record', type: 'button', 'data-testid': 'sp-record' } }),
+      el('button', { className: 'chip', text: '■ Stop', attrs: { id: 'sp-stop', type: 'button', 'data-testid': 'sp-stop', hidden: '' } }),
+      el('meter', { attrs: { id: 'sp-level', 'data-testid': 'sp-level', min: '0', max: '1', value: '0', 'aria-label': 'Microphone level', hidden: '' } }),
+      el('span', { className: 'muted small', attrs: { id: 'sp-record-time', 'aria-live': 'off' } }),
+      el('span', { text: 'or drop an audio file here, or' }),
+      el('button', { className: 'chip', text: 'Choose a file…', attrs: { id: 'sp-choose', type: 'button' } }),
+      el('input', { attrs: { id: 'sp-file', 'data-testid': 'sp-file', type: 'file', accept: 'audio/*,.wav,.flac', hidden: '' } }),
+    ]),
+    el('h2', { text: 'Sample clips' }),
+    el('div', { className: 'cap-gallery', attrs: { id: 'sp-samples', 'data-testid': 'sp-samples', 'aria-label': 'Sample clips' } }),
+    el('p', { className: 'hint' }, [
+      'Spoken by Debian\'s text-to-speech engines in voices the model never heard in training (',
+      el('a', { text: 'voices and licences', attrs: { href: '/app/samples/speech/ATTRIBUTION.md' } }),
+      '). Your recordings and files stay in this tab.',
+    ]),
+    el('p', { className: 'error', attrs: { id: 'sp-error', 'data-testid': 'sp-error', role: 'alert', hidden: '' } }),
+    el('div', { className: 'result', attrs: { id: 'sp-result', hidden: '' } }, [
+      el('h2', {}, ['Transcript ', el('span', { className: 'muted small', attrs: { id: 'sp-timing', 'data-testid': 'sp-timing' } })]),
+      el('p', { className: 'output', attrs: { id: 'sp-output', 'data-testid': 'sp-output', 'aria-live': 'polite' } }),
+      el('div', { attrs: { id: 'sp-chars', 'data-testid': 'sp-chars', role: 'group', 'aria-label': 'Characters: hover or focus to see their frames, click to play them' },
+                  }),
+      el('p', { className: 'hint', text: 'Top: the 40-band log-mel spectrogram the engine computed (100 frames a second, ' +
+        'low frequencies at the bottom). Below: attention, one row per character over the 40 ms encoder frames on ' +
+        'the same time axis. Hover or focus a character to light its frames; click it to hear them.' }),
+      el('div', { attrs: { id: 'sp-figure' } }, [
+        el('canvas', { attrs: { id: 'sp-spectrogram', 'data-testid': 'sp-spectrogram', role: 'img', 'aria-label': 'Log-mel spectrogram' } }),
+        el('canvas', { attrs: { id: 'sp-attention', 'data-testid': 'sp-attention', role: 'img', 'aria-label': 'Attention of every character over the audio frames' } }),
+      ]),
+      el('p', { className: 'muted small', attrs: { id: 'sp-readout', 'data-testid': 'sp-readout', 'aria-live': 'polite' } }),
+    ]),
+  );
+  // Through the CSSOM: the page's CSP refuses style attributes (and style.css belongs to the other tabs' layout).
+  Object.assign(byId('sp-chars').style, { display: 'flex', flexWrap: 'wrap', gap: '2px', margin: '0.4rem 0', fontFamily: 'monospace' });
+  Object.assign(byId('sp-figure').style, { overflowX: 'auto', maxWidth: '100%' });
+  byId('sp-spectrogram').style.display = 'block';
+  Object.assign(byId('sp-attention').style, { display: 'block', cursor: 'pointer' });
+}
+
+// ---------------------------------------------------------------- drawing
+
+// A dark-to-bright ramp (black, purple, orange, yellow) for the spectrogram.
+function ramp(v) {
+  const stops = [[0, 0, 4], [87, 16, 110], [188, 55, 84], [249, 142, 9], [252, 255, 164]];
+  const x = Math.max(0, Math.min(1, v)) * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(x));
+  const f = x - i;
+  return stops[i].map((c, k) => Math.round(c + (stops[i + 1][k] - c) * f));
+}
+
+function sizeCanvas(canvas, width, height) {
+  const ratio = window.devicePixelRatio || 1;
+  canvas.width = Math.round(width * ratio);
+  canvas.height = Math.round(height * ratio);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  const context = canvas.getContext('2d');
+  context.setTransform(ratio, 0, 0, ratio, 0, 0);
+  return context;
+}
+
+function drawSpectrogram(t, highlight) {
+  const { bands, frames, data } = t.spectrogram;
+  const canvas = byId('sp-spectrogram');
+  const width = LABEL_PX + frames * SPEC_PX;
+  const height = bands * BAND_PX;
+  const context = sizeCanvas(canvas, width, height);
+  let lo = Infinity, hi = -Infinity;
+  for (const v of data) {
+    lo = Math.min(lo, v);
+    hi = Math.max(hi, v);
+  }
+  const image = context.createImageData(frames, bands);
+  for (let f = 0; f < frames; ++f) {
+    for (let b = 0; b < bands; ++b) {
+      const [r, g, bl] = ramp((data[f * bands + b] - lo) / (hi - lo || 1));
+      const at = ((bands - 1 - b) * frames + f) * 4;  // low bands at the bottom
+      image.data.set([r, g, bl, 255], at);
+    }
+  }
+  const bitmap = document.createElement('canvas');
+  bitmap.width = frames;
+  bitmap.height = bands;
+  bitmap.getContext('2d').putImageData(image, 0, 0);
+  context.imageSmoothingEnabled = false;
+  context.fillStyle = '#fff';
+  context.fillRect(0, 0, LABEL_PX, height);
+  context.drawImage(bitmap, LABEL_PX, 0, frames * SPEC_PX, height);
+  if (highlight >= 0) {
+    // The character's attention over the same time axis: dim what it did not attend to.
+    const row = matrixRow(t.attention, highlight);
+    const peak = Math.max(...row) || 1;
+    for (let j = 0; j < row.length; ++j) {
+      context.fillStyle = `rgba(255, 255, 255, ${0.75 * (1 - row[j] / peak)})`;
+      context.fillRect(LABEL_PX + j * FRAMES_PER_ATTENTION_FRAME * SPEC_PX, 0, FRAMES_PER_ATTENTION_FRAME * SPEC_PX, height);
+    }
+  }
+  context.fillStyle = '#555';
+  context.font = '10px sans-serif';
+  context.fillText('mel', 2, 12);
+}
+
+const charLabel = (c) => (c === ' ' ? '␣' : c);
+
+function drawAttention(t, highlight) {
+  const T = t.attention.rows, S = t.attention.cols;
+  const canvas = byId('sp-attention');
+  const width = LABEL_PX + t.spectrogram.frames * SPEC_PX;
+  const cell = FRAMES_PER_ATTENTION_FRAME * SPEC_PX;
+  const context = sizeCanvas(canvas, Math.max(width, LABEL_PX + S * cell), T * ROW_PX + 16);
+  context.fillStyle = '#fff';
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  for (let i = 0; i < T; ++i) {
+    const row = matrixRow(t.attention, i);
+    const peak = Math.max(...row) || 1;
+    for (let j = 0; j < S; ++j) {
+      context.fillStyle = `rgba(194, 65, 12, ${row[j] / peak})`;
+      context.fillRect(LABEL_PX + j * cell, i * ROW_PX, cell, ROW_PX - 1);
+    }
+    context.fillStyle = i === highlight ? '#c2410c' : '#222';
+    context.font = `${i === highlight ? 'bold ' : ''}12px monospace`;
+    context.fillText(charLabel(t.characters[i]), 8, i * ROW_PX + 11);
+  }
+  if (highlight >= 0) {
+    context.strokeStyle = '#111';
+    context.strokeRect(LABEL_PX + 0.5, highlight * ROW_PX + 0.5, S * cell - 1, ROW_PX - 1);
+  }
+  // The time axis, in seconds.
+  context.fillStyle = '#555';
+  context.font = '10px sans-serif';
+  const seconds = t.spectrogram.frames / 100;
+  for (let s = 0; s <= seconds; s += seconds > 20 ? 5 : 1) {
+    const x = LABEL_PX + s * 100 * SPEC_PX;
+    context.fillRect(x, T * ROW_PX, 1, 4);
+    context.fillText(`${s} s`, x + 2, T * ROW_PX + 13);
+  }
+}
+
+// The frames a character attended to: from the first to the last frame holding at least half its peak weight.
+export function characterSpan(row) {
+  let peakAt = 0;
+  for (let j = 1; j < row.length; ++j) if (row[j] > row[peakAt]) peakAt = j;
+  let first = peakAt, last = peakAt;
+  while (first > 0 && row[first - 1] >= row[peakAt] / 2) --first;
+  while (last < row.length - 1 && row[last + 1] >= row[peakAt] / 2) ++last;
+  return { peakAt, first, last, peak: row[peakAt] };
+}
+
+function select(i) {
+  const t = view.result;
+  if (!t) return;
+  view.selected = i;
+  drawSpectrogram(t, i);
+  drawAttention(t, i);
+  for (const [k, node] of [...byId('sp-chars').children].entries()) node.setAttribute('aria-pressed', String(k === i));
+  if (i < 0) {
+    byId('sp-readout').textContent = '';
+    return;
+  }
+  const { peakAt, first, last, peak } = characterSpan(matrixRow(t.attention, i));
+  const at = (j) => (j * t.frameSeconds).toFixed(2);
+  byId('sp-readout').textContent = `“${charLabel(t.characters[i])}” (character ${i + 1} of ${t.characters.length}): ` +
+    `peak weight ${peak.toFixed(2)} on the frame at ${at(peakAt)} s; frames over half the peak ${at(first)}–` +
+    `${at(last + 1)} s.${view.audio ? ' Click to hear them.' : ''}`;
+}
+
+function play(i) {
+  const t = view.result;
+  if (!t || !view.audio || i < 0) return;
+  const { first, last } = characterSpan(matrixRow(t.attention, i));
+  const { samples, sampleRate } = view.audio;
+  // A little context either side, so a 40 ms slice is audible as more than a click.
+  const from = Math.max(0, Math.floor((first * t.frameSeconds - 0.05) * sampleRate));
+  const to = Math.min(samples.length, Math.ceil(((last + 1) * t.frameSeconds + 0.05) * sampleRate));
+  if (to <= from) return;
+  view.playback ??= new AudioContext();
+  const buffer = view.playback.createBuffer(1, to - from, sampleRate);
+  buffer.copyToChannel(samples.subarray(from, to), 0);
+  const source = view.playback.createBufferSource();
+  source.buffer = buffer;
+  source.connect(view.playback.destination);
+  source.start();
+}
+
+function render(t) {
+  view.result = t;
+  byId('sp-result').hidden = false;
+  byId('sp-output').textContent = t.text || '(nothing: the model wrote no characters)';
+  const seconds = t.spectrogram.frames / 100;
+  byId('sp-timing').textContent = `${seconds.toFixed(1)} s of audio transcribed in ${Math.round(t.timeMs)} ms ` +
+    `(beam ${byId('sp-beam').value})`;
+  const box = byId('sp-chars');
+  box.replaceChildren(...t.characters.map((c, i) => {
+    const node = el('button', { className: 'chip', text: charLabel(c),
+                                attrs: { type: 'button', 'data-index': String(i), 'aria-pressed': 'false',
+                                         'aria-label': `character ${i + 1}: ${c === ' ' ? 'space' : c}` } });
+    Object.assign(node.style, { padding: '0 0.35rem', minWidth: '1.4rem' });
+    node.addEventListener('pointerenter', () => select(i));
+    node.addEventListener('focus', () => select(i));
+    node.addEventListener('click', () => {
+      select(i);
+      play(i);
+    });
+    return node;
+  }));
+  const attention = byId('sp-attention');
+  attention.onpointermove = (event) => {
+    const rect = attention.getBoundingClientRect();
+    const i = Math.floor((event.clientY - rect.top) / ROW_PX);
+    if (i >= 0 && i < t.characters.length && i !== view.selected) select(i);
+  };
+  attention.onclick = () => play(view.selected);
+  select(t.characters.length ? 0 : -1);
+}
+
+// ---------------------------------------------------------------- transcribing
+
+// input: what model.transcribe() takes; playable: { samples, sampleRate } for slices, or a Blob to decode for them.
+async function transcribe(input, playable) {
+  if (view.busy) return;
+  view.busy = true;
+  showError(null);
+  byId('sp-record').disabled = true;
+  try {
+    const model = await ensureModel();
+    if (!model) return;
+    setStatus('Transcribing…');
+    const beam = Number(byId('sp-beam').value);
+    const t = await model.transcribe(input, { beam, sampleRate: playable?.sampleRate });
+    view.audio = playable instanceof Blob ? await decodeForPlayback(playable) : playable ?? null;
+    setStatus(`${currentEntry().label ?? currentEntry().id} ready`);
+    render(t);
+  } catch (error) {
+    setStatus('');
+    showError(error);
+  } finally {
+    view.busy = false;
+    byId('sp-record').disabled = false;
+  }
+}
+
+// The browser's own decoding of a file, only to play slices of it (the transcript never depends on it).
+async function decodeForPlayback(blob) {
+  try {
+    view.playback ??= new AudioContext();
+    const buffer = await view.playback.decodeAudioData(await blob.arrayBuffer());
+    return { samples: buffer.getChannelData(0), sampleRate: buffer.sampleRate };
+  } catch {
+    return null;
+  }
+}
+
+function transcribeFile(file) {
+  if (!file) return;
+  transcribe(file, file);
+}
+
+async function renderSamples() {
+  const box = byId('sp-samples');
+  let samples;
+  try {
+    const response = await fetch(SAMPLES_URL);
+    if (!response.ok) throw new Error(`${response.status}`);
+    samples = await response.json();
+  } catch (error) {
+    box.textContent = `The sample clips could not be loaded (${error.message}).`;
+    return;
+  }
+  box.replaceChildren(...samples.map((sample) => {
+    const chip = el('button', { className: 'chip', text: sample.label,
+                                attrs: { type: 'button', 'data-sample': sample.file, title: `“${sample.transcript}”` } });
+    chip.addEventListener('click', async () => {
+      try {
+        const response = await fetch(SAMPLES_BASE + sample.file);
+        if (!response.ok) throw new Error(`the sample ${sample.file} could not be loaded (${response.status})`);
+        const blob = await response.blob();
+        transcribe(blob, blob);
+      } catch (error) {
+        showError(error);
+      }
+    });
+    return chip;
+  }));
+}
+
+// ---------------------------------------------------------------- microphone
+
+export function microphoneMessage(error) {
+  const name = error?.name ?? '';
+  if (name === 'NotAllowedError' || name === 'SecurityError' || name === 'PermissionDeniedError') {
+    return 'Microphone permission was denied. Allow this page to use the microphone (the icon in the address bar), then press Record again.';
+  }
+  if (name === 'NotFoundError' || name === 'DevicesNotFoundError' || name === 'OverconstrainedError') {
+    return 'No microphone was found. Connect one (or upload a recording instead) and press Record again.';
+  }
+  if (name === 'NotReadableError' || name === 'TrackStartError') {
+    return 'The microphone is in use by another program or could not be started.';
+  }
+  return `The microphone could not be opened: ${error?.message ?? error}`;
+}
+
+async function startRecording() {
+  if (view.recording || view.busy) return;
+  showError(null);
+  if (!navigator.mediaDevices?.getUserMedia) {
+    showError(new Error('This browser gives no microphone access to this page (it needs https or localhost).'));
+    return;
+  }
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({
+      audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false },
+    });
+  } catch (error) {
+    showError(new Error(microphoneMessage(error)));
+    return;
+  }
+  const context = new AudioContext();
+  const source = context.createMediaStreamSource(stream);
+  // A ScriptProcessor reads the raw samples everywhere without a worklet module; a muted gain keeps it running
+  // without playing the microphone back.
+  const processor = context.createScriptProcessor(4096, 1, 1);
+  const mute = context.createGain();
+  mute.gain.value = 0;
+  const recording = { stream, context, chunks: [], started: performance.now(), timer: null };
+  processor.onaudioprocess = (event) => {
+    const input = event.inputBuffer.getChannelData(0);
+    recording.chunks.push(new Float32Array(input));
+    let sum = 0;
+    for (const v of input) sum += v * v;
+    byId('sp-level').value = Math.min(1, Math.sqrt(sum / input.length) * 4);
+  };
+  source.connect(processor);
+  processor.connect(mute);
+  mute.connect(context.destination);
+  view.recording = recording;
+  byId('sp-record').hidden = true;
+  byId('sp-stop').hidden = false;
+  byId('sp-level').hidden = false;
+  byId('sp-stop').focus();
+  recording.timer = setInterval(() => {
+    const seconds = (performance.now() - recording.started) / 1000;
+    byId('sp-record-time').textContent = `recording ${seconds.toFixed(1)} s`;
+    if (seconds >= MAX_RECORD_SECONDS) stopRecording(`Stopped at ${MAX_RECORD_SECONDS} s, the longest the engine transcribes at once.`);
+  }, 100);
+  ensureModel();  // download while the visitor speaks
+}
+
+function stopRecording(note = '') {
+  const recording = view.recording;
+  if (!recording) return;
+  view.recording = null;
+  clearInterval(recording.timer);
+  for (const track of recording.stream.getTracks()) track.stop();
+  const sampleRate = recording.context.sampleRate;
+  recording.context.close();
+  byId('sp-record').hidden = false;
+  byId('sp-stop').hidden = true;
+  byId('sp-level').hidden = true;
+  byId('sp-level').value = 0;
+  byId('sp-record-time').textContent = note;
+  const length = recording.chunks.reduce((n, c) => n + c.length, 0);
+  const samples = new Float32Array(length);
+  let at = 0;
+  for (const chunk of recording.chunks) {
+    samples.set(chunk, at);
+    at += chunk.length;
+  }
+  transcribe(samples, { samples, sampleRate });
+}
+
+/** True while the microphone is open (for tests and for the page's own bookkeeping). */
+export const isRecording = () => !!view.recording;
+
+// ---------------------------------------------------------------- setup
+
+export function setupSpeech({ entries, getModel, available }) {
+  const panel = byId('tab-speech');
+  if (!panel) return;
+  buildPanel(panel);
+  view.entries = entries;
+  const select = byId('sp-model');
+  view.loader = createModelLoader({
+    getModel, available, setStatus, noneText: 'No speech model is listed in the manifest.',
+    isCurrent: (entry) => currentEntry() === entry,
+  });
+  fillModelPicker(select, entries, available);
+  if (entries.some(available)) enableTab(byId('tab-btn-speech'));
+  select.addEventListener('change', () => {
+    clearResult();
+    ensureModel();
+  });
+  byId('sp-record').addEventListener('click', startRecording);
+  byId('sp-stop').addEventListener('click', () => stopRecording());
+  byId('sp-choose').addEventListener('click', () => byId('sp-file').click());
+  byId('sp-file').addEventListener('change', (event) => transcribeFile(event.target.files[0]));
+  const drop = byId('sp-drop');
+  drop.addEventListener('dragover', (event) => {
+    event.preventDefault();
+    drop.classList.add('over');
+  });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (event) => {
+    event.preventDefault();
+    drop.classList.remove('over');
+    transcribeFile(event.dataTransfer.files[0]);
+  });
+  renderSamples();
+  // The model downloads the first time the tab is shown, not on page load.
+  new MutationObserver(() => {
+    if (!panel.hidden) ensureModel();
+  }).observe(panel, { attributes: true, attributeFilter: ['hidden'] });
+}
