@@ -1,7 +1,7 @@
 // Translation benchmark of the engine core: greedy decoding at batch 1 with per-phase timing, for the comparison
 // with PyTorch eager (bench/bench_pytorch.py) that bench/bench_translate.mjs runs on the same source ids.
 //
-//   bench_translate --model FILE.gguf --ids FILE [--limit N] [--profile]
+//   bench_translate --model FILE.gguf --ids FILE [--limit N] [--profile] [--beam4 N]
 //
 // --ids: one sentence per line, its source ids (already ending with EOS) separated by spaces; the JS benchmark
 // writes them from attnlab's own tokenizer, so every engine sees identical input. Each sentence is encoded once
@@ -12,8 +12,14 @@
 // and "weight_read_ms": the time to merely read, once, every weight byte one decoder step reads (the matrices as
 // the engine holds them: f32, halves or Q8_0 blocks): the memory-traffic floor of a batch-1 step,
 // which no engine holding the same bytes can beat. Its ratio to per_token_ms says how close the step is to it.
-// The LAST line is one JSON object: {"model", "architecture", "sentences", "tokens", "steps", "encoder_ms",
-// "per_token_ms", "total_ms", "targets": [[ids]...], "profile": {phase: ms per step}}.
+// Then beam 4 both ways on the first N sentences (--beam4 N; all by default, 0 skips it): the batched search (every
+// live hypothesis in one decoder step) and the one-by-one reference (SearchOptions::batched = false), interleaved
+// sentence by sentence with the order alternating, so both see the same load; "beam4_batched_speedup" is the
+// one-by-one decoding time over the batched one (> 1: batched is faster), void (null) if any sentence decodes
+// differently. "cpu" names the processor and its caches (from /proc/cpuinfo and /sys, natively and in Node).
+// The LAST line is one JSON object: {"model", "architecture", "cpu", "sentences", "tokens", "steps", "encoder_ms",
+// "per_token_ms", "total_ms", "targets": [[ids]...], "profile": {phase: ms per step}, "beam4": {...},
+// "beam4_batched_speedup"}.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -58,6 +64,69 @@ std::vector<std::vector<int32_t>> read_ids(const std::string& path, int limit) {
     }
     check(!out.empty(), path + " has no sentences");
     return out;
+}
+
+// "model name (L1d 48K, L2 2048K, L3 262144K)" from /proc/cpuinfo and cpu0's cache directories; "unknown" where
+// they cannot be read.
+std::string cpu_description() {
+    std::string model = "unknown";
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+        if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+            model = line.substr(line.find(':') + 2);
+            break;
+        }
+    }
+    std::string caches;
+    for (int index = 0; index < 8; ++index) {
+        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+        std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
+        std::string level, type, size;
+        if (!(level_file >> level && type_file >> type && size_file >> size)) break;
+        if (type == "Instruction") continue;
+        caches += (caches.empty() ? "" : ", ") + std::string("L") + level + (type == "Data" ? "d" : "") + " " + size;
+    }
+    return caches.empty() ? model : model + " (" + caches + ")";
+}
+
+std::string json_escape(const std::string& text) {
+    std::string out;
+    for (char ch : text) {
+        if (ch == '"' || ch == '\\') out += '\\';
+        if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
+    }
+    return out;
+}
+
+struct BeamComparison {
+    double one_by_one_ms = 0, batched_ms = 0;
+    long sentences = 0, tokens = 0, mismatched = 0;
+};
+
+// Beam 4 batched and one by one on each sentence, encoded once (not timed); the order alternates per sentence.
+template <typename Encode, typename MakeDecoder>
+BeamComparison compare_beam4(const std::vector<std::vector<int32_t>>& sentences, int limit, Encode encode,
+                             MakeDecoder make_decoder) {
+    BeamComparison result;
+    decode::SearchOptions batched;
+    batched.beam = 4;
+    decode::SearchOptions one_by_one = batched;
+    one_by_one.batched = false;
+    for (std::size_t s = 0; s < sentences.size() && (limit < 0 || long(s) < limit); ++s) {
+        auto encoded = encode(sentences[s]);
+        auto decoder = make_decoder(encoded);
+        decode::Hypothesis a, b;
+        for (int pass = 0; pass < 2; ++pass) {
+            const bool batched_now = (pass == 0) == (s % 2 == 0);
+            const auto t0 = Clock::now();
+            (batched_now ? a : b) = decode::beam_search(decoder, batched_now ? batched : one_by_one);
+            (batched_now ? result.batched_ms : result.one_by_one_ms) += ms_since(t0);
+        }
+        ++result.sentences;
+        result.tokens += long(a.tokens.size());
+        if (a.tokens != b.tokens) ++result.mismatched;
+    }
+    return result;
 }
 
 struct Totals {
@@ -228,13 +297,15 @@ int run(int argc, char** argv) {
     std::string model_path, ids_path;
     int limit = 0;
     bool profile = false;
+    int beam4_limit = -1;  // all sentences
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--model" && i + 1 < argc) model_path = argv[++i];
         else if (arg == "--ids" && i + 1 < argc) ids_path = argv[++i];
         else if (arg == "--limit" && i + 1 < argc) limit = std::stoi(argv[++i]);
         else if (arg == "--profile") profile = true;
-        else fail("usage: bench_translate --model FILE.gguf --ids FILE [--limit N] [--profile]");
+        else if (arg == "--beam4" && i + 1 < argc) beam4_limit = std::stoi(argv[++i]);
+        else fail("usage: bench_translate --model FILE.gguf --ids FILE [--limit N] [--profile] [--beam4 N]");
     }
     check(!model_path.empty() && !ids_path.empty(), "bench_translate: --model and --ids are required");
     const auto sentences = read_ids(ids_path, limit);
@@ -242,13 +313,16 @@ int run(int argc, char** argv) {
     const gguf::File file = gguf::File::open(model_path);
     const std::string architecture = file.get_string("general.architecture");
     Totals totals;
+    BeamComparison beam4;
     std::string profile_json = "{}";
     char buffer[512];
     if (architecture == "attnlab.bahdanau") {
         const models::RnnSeq2Seq model = models::load_rnn_seq2seq(file);
         const double load_ms = ms_since(t0);
-        totals = run_greedy(sentences, [&](const std::vector<int32_t>& ids) { return models::rnn_encode(model, ids); },
-                            [&](const models::RnnEncoded& e) { return models::RnnDecoder(model, e); });
+        const auto encode = [&](const std::vector<int32_t>& ids) { return models::rnn_encode(model, ids); };
+        const auto make_decoder = [&](const models::RnnEncoded& e) { return models::RnnDecoder(model, e); };
+        totals = run_greedy(sentences, encode, make_decoder);
+        if (beam4_limit != 0) beam4 = compare_beam4(sentences, beam4_limit, encode, make_decoder);
         if (profile) {
             RnnProfile p;
             profile_rnn(model, sentences, p);
@@ -265,8 +339,10 @@ int run(int argc, char** argv) {
     } else if (architecture == "attnlab.transformer") {
         const models::Transformer model = models::load_transformer(file);
         const double load_ms = ms_since(t0);
-        totals = run_greedy(sentences, [&](const std::vector<int32_t>& ids) { return models::transformer_encode(model, ids); },
-                            [&](const models::TransformerEncoded& e) { return models::TransformerDecoder(model, e); });
+        const auto encode = [&](const std::vector<int32_t>& ids) { return models::transformer_encode(model, ids); };
+        const auto make_decoder = [&](const models::TransformerEncoded& e) { return models::TransformerDecoder(model, e); };
+        totals = run_greedy(sentences, encode, make_decoder);
+        if (beam4_limit != 0) beam4 = compare_beam4(sentences, beam4_limit, encode, make_decoder);
         if (profile) {
             TransformerProfile p;
             profile_transformer(model, sentences, p);
@@ -291,6 +367,20 @@ int run(int argc, char** argv) {
                 model_path.c_str(), architecture.c_str(), kernels::simd_name(), sentences.size(), totals.tokens,
                 totals.steps, encoder, per_token, totals.encoder_ms + totals.decoder_ms, profile_json.c_str());
     print_targets(totals.targets);
+    const std::string cpu = json_escape(cpu_description());
+    std::fprintf(stderr, "bench_translate: cpu %s\n", cpu.c_str());
+    std::printf(", \"cpu\": \"%s\"", cpu.c_str());
+    if (beam4.sentences > 0) {
+        const double speedup = beam4.one_by_one_ms / std::max(beam4.batched_ms, 1e-9);
+        std::fprintf(stderr, "bench_translate: beam 4 on %ld sentences: one by one %.1f ms, batched %.1f ms: %.2fx%s\n",
+                     beam4.sentences, beam4.one_by_one_ms, beam4.batched_ms, speedup,
+                     beam4.mismatched ? " (VOID: outputs differ)" : "");
+        std::printf(", \"beam4\": {\"sentences\": %ld, \"tokens\": %ld, \"one_by_one_ms\": %.3f, \"batched_ms\": %.3f, "
+                    "\"mismatched_sentences\": %ld}",
+                    beam4.sentences, beam4.tokens, beam4.one_by_one_ms, beam4.batched_ms, beam4.mismatched);
+        if (beam4.mismatched) std::printf(", \"beam4_batched_speedup\": null");
+        else std::printf(", \"beam4_batched_speedup\": %.4f", speedup);
+    }
     std::printf("}\n");
     return 0;
 }

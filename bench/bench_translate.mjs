@@ -283,6 +283,7 @@ async function main() {
   const nativeBinary = path.join(root, 'build/native/bench_translate');
   if (!existsSync(nativeBinary)) throw new Error(`no ${rel(nativeBinary)}: run bench/run.sh (it builds it)`);
   const native = {};
+  // (bench_translate also times beam 4 batched against one by one on the same sentences, interleaved.)
   for (const m of models) {
     const idsFile = path.join(benchDir, `${m.kind}.ids`);
     const n = run(nativeBinary, ['--model', abs(m.gguf), '--ids', idsFile, '--profile'], `native ${m.kind}`);
@@ -294,11 +295,14 @@ async function main() {
   // (as the engine holds them) once per pass at full SIMD width; same bytes as ORT's f32 graph for the f16 models.
   const wasmCore = path.join(root, 'build/wasm/bench_translate.js');
   const floors = {};
+  const wasmBeam4 = {};
   if (existsSync(wasmCore)) {
     for (const m of models) {
       const idsFile = path.join(benchDir, `${m.kind}.ids`);
-      floors[m.kind] = run(process.execPath, ['--no-liftoff', wasmCore, '--model', abs(m.gguf), '--ids', idsFile,
-                                             '--limit', '20', '--profile'], `wasm core ${m.kind}`).profile;
+      const core = run(process.execPath, ['--no-liftoff', wasmCore, '--model', abs(m.gguf), '--ids', idsFile,
+                                          '--limit', '20', '--profile'], `wasm core ${m.kind}`);
+      floors[m.kind] = core.profile;
+      wasmBeam4[m.kind] = { beam4: core.beam4, speedup: core.beam4_batched_speedup ?? null, cpu: core.cpu };
     }
   }
 
@@ -381,6 +385,24 @@ async function main() {
                                    pytorch: { encoder_ms: p.encoder_ms, per_token_ms: p.per_token_ms },
                                    mismatched_sentences: mismatches.count };
   }
+  // Batched beams: beam 4 with every live hypothesis in one decoder step against each stepped alone (the engine
+  // core, same sentences, interleaved in one process; > 1 = batched faster). The headline is the smaller of the
+  // two models' wasm figures (native where no wasm core was built).
+  console.log('');
+  for (const m of models) {
+    const nb = native[m.kind].native;
+    const wb = wasmBeam4[m.kind];
+    const line = (where, b, x) => `${where} ${x == null ? 'VOID (outputs differ) or not run' : `${fmt(x, 2)}x`}` +
+      (b ? ` (${b.sentences} sentences: one by one ${fmt(b.one_by_one_ms, 0)} ms, batched ${fmt(b.batched_ms, 0)} ms)` : '');
+    console.log(`${m.kind.toUpperCase()} beam 4 batched vs one by one: ${line('native', nb.beam4, nb.beam4_batched_speedup)}; ` +
+                `${wb ? line('wasm (Node)', wb.beam4, wb.speedup) : 'wasm core not built'}`);
+    result[`native_beam4_batched_speedup_${m.kind}`] = nb.beam4_batched_speedup ?? null;
+    result[`beam4_batched_speedup_${m.kind}`] = wb ? wb.speedup : null;
+  }
+  const headline = models.map((m) => result[`beam4_batched_speedup_${m.kind}`] ?? result[`native_beam4_batched_speedup_${m.kind}`]);
+  result.beam4_batched_speedup = headline.every((x) => x != null) ? Math.min(...headline) : null;
+  result.cpu = native.rnn.native.cpu ?? os.cpus()[0]?.model;
+  console.log(`cpu: ${result.cpu}`);
   result.wasm_bytes = wasmBytes;
   // The shipped page's model (q8_0 RNN) with its weights already in memory (as from the Cache API), in a fresh page:
   // engine instantiation + model load + the first greedy translation. Chromium when it ran (default V8 tiering, as
