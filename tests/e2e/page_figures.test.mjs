@@ -33,6 +33,7 @@ before(async () => {
       model('rnn-b', 'tests/fixtures/rnn/dot.gguf', { task: 'translate', arch: 'bahdanau', src: 'en', tgt: 'de' }),
       model('cmp-dot', 'tests/fixtures/rnn/dot.gguf', { task: 'translate', arch: 'luong-dot', src: 'en', tgt: 'de', group: 'score-functions' }),
       model('tf', 'tests/fixtures/transformer/tiny.gguf', { task: 'translate', arch: 'transformer', src: 'en', tgt: 'de' }),
+      model('cap', 'tests/fixtures/caption/tiny_encoder_model.gguf', { task: 'caption', arch: 'show-attend-tell', src: 'image', tgt: 'en' }),
     ],
   });
   ({ origin, context } = site);
@@ -386,6 +387,86 @@ for (const viewport of WIDTHS) {
     await page.close();
   });
 }
+
+for (const viewport of WIDTHS) {
+  test(`caption at ${viewport.width}×${viewport.height}: the sharpest word first, cell numbers, legend, export, URL, rerun, errors`, async () => {
+    const { page, errors } = await newPage(viewport);
+    await page.goto(`${origin}/`);
+    await page.waitForFunction(() => !document.getElementById('tab-btn-caption').disabled);
+    await page.getByRole('tab', { name: 'Caption' }).click();
+    await page.waitForFunction(() => /ready/.test(document.getElementById('cap-status-text').textContent), null, { timeout: 30_000 });
+    await page.locator('.cap-sample[data-sample="cat"]').click();
+    await page.locator('#cap-result:not([hidden])').waitFor({ timeout: 30_000 });
+
+    // The engine's numbers, through the JSON export (the clipboard).
+    await page.locator('#cap-tools [data-testid="export-json"]').click();
+    await page.waitForFunction(() => /copied/.test(document.querySelector('#cap-tools .export-status').textContent));
+    const json = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+    assert.equal(json.text, await page.getByTestId('cap-output').getAttribute('data-text'));
+    const cells = json.gridHeight * json.gridWidth;
+    assert.equal(json.attention.length, json.tokens.length);
+    let sharpest = 0;
+    json.attention.forEach((r, i) => { if (entropy(r) < entropy(json.attention[sharpest]) - 1e-9) sharpest = i; });
+    assert.equal(json.selected, sharpest);
+    assert.equal(await page.locator('#cap-output .cap-word').nth(sharpest).getAttribute('aria-pressed'), 'true');
+    assert.match(await page.getByTestId('cap-readout').textContent(), /Shown first: the word whose attention is most concentrated/);
+
+    // A cell's tooltip (focus, then a tap on a phone or a hover on a desktop) with that word's weight, rank, entropy.
+    assert.equal(await page.locator('#cap-cells .cell').count(), cells);
+    await page.mouse.move(0, 0);
+    const cell = page.locator(`#cap-cells .cell[data-row="${json.gridHeight - 1}"][data-col="1"]`);
+    await cell.focus();
+    const k = (json.gridHeight - 1) * json.gridWidth + 1;
+    const weights = json.attention[sharpest];
+    const tip = page.getByTestId('figure-tip');
+    for (const how of ['focus', phoneOr(viewport, 'tap', 'hover')]) {
+      if (how === 'tap') await tap(page, cell);
+      if (how === 'hover') await cell.hover();
+      const text = await tip.textContent();
+      assert.match(text, new RegExp(`weight ${weights[k].toFixed(3)} `), `${how}: ${text}`);
+      assert.match(text, new RegExp(`rank ${rank(weights, k)} of ${cells}`), `${how}: ${text}`);
+      assert.match(text, new RegExp(`entropy ${entropy(weights).toFixed(2)} bits`), `${how}: ${text}`);
+    }
+    assert.equal(await page.locator('#cap-tools [data-testid="legend"]').isVisible(), true);
+    assertPngDecodes((await downloadOf(page, page.locator('#cap-tools [data-testid="export-png"]'))).bytes);
+    const shape = await svgShape(page, (await downloadOf(page, page.locator('#cap-tools [data-testid="export-svg"]'))).bytes.toString('utf8'));
+    assert.equal(shape.error, null);
+    assert.ok(shape.rects >= cells, `${shape.rects} rects for ${cells} cells`);
+
+    // Another word, in the URL; a new page on it captions the same sample and shows that word.
+    const other = sharpest === 0 ? 1 : 0;
+    await page.locator('#cap-output .cap-word').nth(other).click();
+    const hash = new URLSearchParams(new URL(page.url()).hash.slice(1));
+    assert.deepEqual([hash.get('tab'), hash.get('model'), hash.get('sample'), hash.get('word'), hash.get('beam')],
+                     ['caption', 'cap', 'cat', String(other + 1), '3']);
+    const { page: again } = await newPage(viewport);
+    await again.goto(page.url());
+    await again.locator('#cap-result:not([hidden])').waitFor({ timeout: 30_000 });
+    assert.equal(await again.getByTestId('cap-output').getAttribute('data-text'), json.text);
+    assert.equal(await again.locator('#cap-output .cap-word').nth(other).getAttribute('aria-pressed'), 'true');
+    await again.close();
+
+    // A beam change captions the photo again (the old caption goes first); the URL follows.
+    await page.getByTestId('cap-beam').selectOption('1');
+    await page.locator('#cap-result:not([hidden])').waitFor({ timeout: 30_000 });
+    await page.waitForFunction(() => document.getElementById('cap-stage').getAttribute('aria-busy') === null);
+    assert.equal(new URLSearchParams(new URL(page.url()).hash.slice(1)).get('beam'), '1');
+
+    // A file that is not an image: the error sits under the drop zone and the old caption is gone.
+    await page.getByTestId('cap-file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') });
+    const error = page.getByTestId('cap-error');
+    await error.waitFor({ state: 'visible' });
+    assert.match(await error.textContent(), /notes\.txt is not an image/);
+    assert.equal(await page.locator('#cap-result').isHidden(), true, 'the old caption stayed next to the error');
+    const [drop, box] = [await page.getByTestId('cap-drop').boundingBox(), await error.boundingBox()];
+    assert.ok(box.y >= drop.y + drop.height - 1 && box.y - (drop.y + drop.height) < 40,
+              `the error is ${box.y - (drop.y + drop.height)} px below the drop zone`);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+}
+
+const phoneOr = (viewport, phone, desktop) => (viewport.width < 600 ? phone : desktop);
 
 test('offline: once the engine and a model are cached, a reload without a network translates (still cross-origin isolated)', async () => {
   const { page, errors } = await newPage(WIDTHS[1]);

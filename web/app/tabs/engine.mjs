@@ -20,6 +20,8 @@ function describeThreads(info) {
   return `single-threaded build (page ${isolated}, ${navigator.hardwareConcurrency ?? '?'} cores)`;
 }
 
+const PAGE_CACHE = 'attnlab-page-v1';  // web/app/sw.js
+
 async function cacheRows() {
   if (!globalThis.caches) return null;
   const rows = [];
@@ -69,8 +71,15 @@ export function setupEngine({ loaded = () => [] } = {}) {
       return;
     }
     const total = rows.reduce((sum, r) => sum + r.bytes, 0);
+    // The page's own files (its offline copy) are many and small: one line for them, one per engine or model file.
+    const page = rows.filter((r) => r.cache === PAGE_CACHE);
+    if (page.length > 1) {
+      rows = [...rows.filter((r) => r.cache !== PAGE_CACHE),
+              { cache: PAGE_CACHE, url: `the page itself (${page.length} files: HTML, CSS, modules, samples)`,
+                bytes: page.reduce((sum, r) => sum + r.bytes, 0) }];
+    }
     const table = el('table', { className: 'cache-table' }, [
-      el('caption', { className: 'muted small', text: `${rows.length} files, ${formatBytes(total)} in all` }),
+      el('caption', { className: 'muted small', text: `${formatBytes(total)} in all` }),
       el('thead', {}, [el('tr', {}, [el('th', { text: 'File' }), el('th', { text: 'Store' }), el('th', { text: 'Size' })])]),
       el('tbody', {}, rows.map((r) => el('tr', {}, [el('td', { text: r.url }), el('td', { text: r.cache }),
                                                      el('td', { text: formatBytes(r.bytes) })]))),
