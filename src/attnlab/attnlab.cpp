@@ -40,6 +40,50 @@ Limits limits() {
     return l;
 }
 
+namespace {
+
+// What an option accepts, as option_error() words it after "must be".
+std::string accepted_values(Option option) {
+    const Limits l = limits();
+    const std::string ngram_range =
+        "an integer from " + std::to_string(l.min_no_repeat_ngram) + " to " + std::to_string(l.max_no_repeat_ngram);
+    switch (option) {
+        case Option::beam: return "an integer from 1 to " + std::to_string(l.max_beam);
+        case Option::translation_max_length:
+            return "an integer from 0 (automatic) to " + std::to_string(l.max_translation_length);
+        case Option::translation_no_repeat_ngram: return "-1 (the default), 0 (off) or " + ngram_range;
+        case Option::caption_max_length:
+            return "an integer from 0 (the model's default) to " + std::to_string(l.max_caption_length);
+        case Option::caption_no_repeat_ngram: return "-1 (the model's default), 0 (off) or " + ngram_range;
+    }
+    return "";
+}
+
+}  // namespace
+
+bool option_accepts(Option option, long long value) {
+    const Limits l = limits();
+    const bool ngram = value == -1 || value == 0 || (value >= l.min_no_repeat_ngram && value <= l.max_no_repeat_ngram);
+    switch (option) {
+        case Option::beam: return value >= 1 && value <= l.max_beam;
+        case Option::translation_max_length: return value >= 0 && value <= l.max_translation_length;
+        case Option::caption_max_length: return value >= 0 && value <= l.max_caption_length;
+        case Option::translation_no_repeat_ngram:
+        case Option::caption_no_repeat_ngram: return ngram;
+    }
+    return false;
+}
+
+std::string option_error(Option option, const std::string& name, const std::string& value) {
+    return name + " must be " + accepted_values(option) + ", got " + value;
+}
+
+void check_option(Option option, const std::string& name, long long value) {
+    if (!option_accepts(option, value)) fail(option_error(option, name, std::to_string(value)), ErrorKind::options);
+}
+
+const char* stop_reason_name(StopReason reason) { return reason == StopReason::eos ? "eos" : "max_length"; }
+
 struct Model::Impl {
     gguf::File file;
     std::string architecture;
@@ -133,17 +177,51 @@ std::vector<int32_t> encode_source(const text::Tokenizer& tokenizer, const std::
 }
 
 decode::SearchOptions search_options(const TranslateOptions& options) {
-    check(options.max_length >= 0 && options.max_length <= kMaxTranslationLength,
-          "maxLength must be between 0 (automatic) and " + std::to_string(kMaxTranslationLength) + ", got " +
-              std::to_string(options.max_length));
+    check_option(Option::beam, "beam", options.beam);
+    check_option(Option::translation_max_length, "maxLength", options.max_length);
+    check_option(Option::translation_no_repeat_ngram, "noRepeatNgram", options.no_repeat_ngram);
     decode::SearchOptions search;
     search.beam = options.beam;
     search.length_penalty = options.length_penalty;
+    search.no_repeat_ngram = options.no_repeat_ngram >= 0 ? options.no_repeat_ngram : kDefaultTranslationNoRepeatNgram;
     if (options.max_length > 0) {
         search.max_length_ratio = 0.0f;
         search.max_length_extra = options.max_length;
     }
     return search;
+}
+
+// Byte-fallback pieces stand for characters the vocabulary lacks, as <unk> does where there are none.
+bool unknown_piece(const text::Tokenizer& tokenizer, int32_t id) {
+    const text::TokenType type = tokenizer.type_of(id);
+    return type == text::TokenType::unknown || type == text::TokenType::byte;
+}
+
+// The warnings of a translation, from its source ids (with </s> when the model appends one) and how it stopped.
+std::vector<Warning> translation_warnings(const text::Tokenizer& source, const std::vector<int32_t>& source_ids,
+                                          int source_eos, StopReason stop, int max_length) {
+    std::vector<Warning> warnings;
+    int pieces = 0, unknown = 0;
+    for (int32_t id : source_ids) {
+        if (id == source_eos) continue;
+        ++pieces;
+        unknown += unknown_piece(source, id) ? 1 : 0;
+    }
+    const float share = pieces > 0 ? static_cast<float>(unknown) / static_cast<float>(pieces) : 0.0f;
+    if (unknown > 0 && share >= kUnknownInputWarningShare) {
+        warnings.push_back({"UNKNOWN_INPUT",
+                            std::to_string(unknown) + " of the " + std::to_string(pieces) +
+                                " source pieces are unknown to the model's vocabulary (characters or a language it "
+                                "was not trained on): the translation is likely meaningless",
+                            share});
+    }
+    if (stop == StopReason::max_length) {
+        warnings.push_back({"MAX_LENGTH",
+                            "the translation stopped at the maximum length (" + std::to_string(max_length) +
+                                " tokens) before the end of the sentence",
+                            0.0f});
+    }
+    return warnings;
 }
 
 template <typename Rows>
@@ -155,7 +233,7 @@ void append_rows(const Rows& rows, std::vector<float>& out) {
 
 Translation Model::translate(const std::string& text, const TranslateOptions& options) const {
     const Impl& m = *impl_;
-    check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate");
+    check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate", ErrorKind::task);
     const decode::SearchOptions search = search_options(options);
     Translation result;
     result.source_ids = m.rnn ? encode_source(*m.source_tokenizer, text, m.rnn->config.source_eos, m.rnn->eos)
@@ -170,6 +248,11 @@ Translation Model::translate(const std::string& text, const TranslateOptions& op
         append_rows(best.scores, result.scores);
         append_rows(best.context, result.context);
         result.log_probability = best.log_probability;
+        result.stop_reason = best.finished ? StopReason::eos : StopReason::max_length;
+        const int source_eos = m.rnn ? (m.rnn->config.source_eos ? m.rnn->eos : -1)
+                                     : (m.transformer->config.source_eos ? m.transformer->eos : -1);
+        result.warnings = translation_warnings(*m.source_tokenizer, result.source_ids, source_eos, result.stop_reason,
+                                               decode::max_target_length(search, static_cast<int>(result.source_ids.size())));
     };
     if (m.rnn) {
         const models::RnnEncoded encoded = models::rnn_encode(*m.rnn, result.source_ids);
@@ -195,6 +278,9 @@ namespace {
 
 Caption caption_grid(const models::Captioner& captioner, const text::Tokenizer& tokenizer, const Matrix& grid,
                      const CaptionOptions& options) {
+    check_option(Option::beam, "beam", options.beam);
+    check_option(Option::caption_max_length, "maxLength", options.max_length);
+    check_option(Option::caption_no_repeat_ngram, "noRepeatNgram", options.no_repeat_ngram);
     const decode::Hypothesis best =
         models::caption_from_features(captioner.decoders, grid, options.beam, options.max_length, options.no_repeat_ngram);
     Caption result;
@@ -212,12 +298,14 @@ Caption caption_grid(const models::Captioner& captioner, const text::Tokenizer& 
 
 Caption Model::caption(const uint8_t* rgba, int width, int height, const CaptionOptions& options) const {
     const Impl& m = *impl_;
-    check(m.captioner.has_value(), "this model (" + m.architecture + ") cannot caption images");
+    check(m.captioner.has_value(), "this model (" + m.architecture + ") cannot caption images", ErrorKind::task);
     check(rgba != nullptr && width > 0 && height > 0, "the image is empty");
     // Checked before width · height · 4 is computed: that product overflows wasm's 32-bit size_t for huge sides.
     check(width <= image::kMaxImageSide && height <= image::kMaxImageSide,
           "the image is too large: " + std::to_string(width) + " × " + std::to_string(height) + ", at most " +
               std::to_string(image::kMaxImageSide) + " pixels a side");
+    check(m.captioner->has_encoder, "this captioner file has no image encoder (it was exported with --no-encoder)",
+          ErrorKind::model);
     const std::size_t bytes = static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 4;
     const Matrix grid = models::caption_encode(*m.captioner, rgba, bytes, width, height);
     return caption_grid(*m.captioner, *m.target_tokenizer, grid, options);
@@ -231,7 +319,7 @@ Caption Model::caption(const Image& image, const CaptionOptions& options) const 
 Caption Model::caption_features(const float* features, int grid_cells, int feature_size,
                                 const CaptionOptions& options) const {
     const Impl& m = *impl_;
-    check(m.captioner.has_value(), "this model (" + m.architecture + ") cannot caption images");
+    check(m.captioner.has_value(), "this model (" + m.architecture + ") cannot caption images", ErrorKind::task);
     const models::CaptionerConfig& c = m.captioner->decoders.front().config;
     check(features != nullptr && grid_cells == c.grid() && feature_size == c.feature_size,
           "the captioner expects " + std::to_string(c.grid()) + " × " + std::to_string(c.feature_size) +
@@ -264,7 +352,7 @@ Transcription transcribe_mfcc(const models::SpeechRecognizer& model, const Matri
 
 const models::SpeechRecognizer& recognizer(const std::optional<models::SpeechRecognizer>& speech,
                                            const std::string& architecture) {
-    check(speech.has_value(), "this model (" + architecture + ") cannot transcribe speech");
+    check(speech.has_value(), "this model (" + architecture + ") cannot transcribe speech", ErrorKind::task);
     return *speech;
 }
 

@@ -27,7 +27,28 @@ struct TranslateOptions {
     int beam = 1;               // 1 = greedy
     int max_length = 0;         // > 0: at most this many target tokens; 0: 1.5 × source length + 10
     float length_penalty = 1.0f;
+    int no_repeat_ngram = -1;   // 2..8: no target n-gram twice; 0: off; -1: kDefaultTranslationNoRepeatNgram
 };
+
+// The n-gram size a translation may not repeat unless the caller says otherwise: it stops the loops a model falls
+// into on input it does not know ("Sa-Sa-Sa-…") and, chosen on the Multi30k validation BLEU of the shipped
+// translators, changes nothing measurable on real sentences (docs/decoding.md).
+constexpr int kDefaultTranslationNoRepeatNgram = 4;
+
+// Why a decoder stopped: it wrote its end-of-sentence token, or it reached the length limit first.
+enum class StopReason { eos, max_length };
+
+// Something the caller should know about a result that is not an error.
+struct Warning {
+    std::string code;     // "UNKNOWN_INPUT": much of the source is unknown to the model's vocabulary (share says
+                          // how much); "MAX_LENGTH": the output was cut at the length limit
+    std::string message;  // for a person
+    float share = 0.0f;   // UNKNOWN_INPUT: the share of source pieces that are <unk> or byte fallbacks; else 0
+};
+
+// UNKNOWN_INPUT is raised from this share of unknown or byte-fallback source pieces (the final </s> not
+// counted): an ordinary sentence with one rare name stays below it, Chinese or emoji into an EN→DE model do not.
+constexpr float kUnknownInputWarningShare = 0.25f;
 
 // Per-layer, per-head attention of a Transformer, row-major [layers, heads, rows, cols]; empty (all zero
 // dimensions) for models without it.
@@ -56,6 +77,8 @@ struct Translation {
     AttentionTensor encoder_self_attention;    // [L_enc, H, source, source]
     AttentionTensor decoder_self_attention;    // [L_dec, H, target, target], causal (zero above the diagonal)
     AttentionTensor cross_attention;           // [L_dec, H, target, source]
+    StopReason stop_reason = StopReason::eos;
+    std::vector<Warning> warnings;             // UNKNOWN_INPUT and/or MAX_LENGTH, in that order; usually none
 };
 
 struct CaptionOptions {
@@ -121,6 +144,25 @@ struct Limits {
 
 Limits limits();
 
+// The numeric options and what each accepts, from limits(), in one table: the engine refuses any other value
+// with Error(option_error(...), ErrorKind::options), the CLI checks its flags against it (naming the flag), and
+// the JS module (web/lib/core.mjs) checks its options against engineInfo().limits with the same words.
+enum class Option {
+    beam,                         // 1..max_beam
+    translation_max_length,       // 0 (automatic)..max_translation_length
+    translation_no_repeat_ngram,  // -1 (the default), 0 (off), min_no_repeat_ngram..max_no_repeat_ngram
+    caption_max_length,           // 0 (the model's default)..max_caption_length
+    caption_no_repeat_ngram,      // -1 (the model's default), 0 (off), min_no_repeat_ngram..max_no_repeat_ngram
+};
+bool option_accepts(Option option, long long value);
+// "<name> must be <what the option accepts>, got <value>", e.g. "beam must be an integer from 1 to 64, got 65".
+std::string option_error(Option option, const std::string& name, const std::string& value);
+// Throws Error(option_error(option, name, value), ErrorKind::options) unless option_accepts(option, value).
+void check_option(Option option, const std::string& name, long long value);
+
+// The name a front end shows for a stop reason: "eos" or "max_length".
+const char* stop_reason_name(StopReason reason);
+
 // A loaded model file. Cheap to copy (shared, immutable); safe to use from one thread at a time.
 class Model {
 public:
@@ -133,6 +175,8 @@ public:
     std::vector<std::pair<std::string, std::string>> metadata() const;
     const gguf::File& file() const;
 
+    // Errors a call throws without a kind of their own (ErrorKind::unspecified) are about its input; those of
+    // from_bytes() and open(), about the model file.
     // Throws attnlab::Error for a model that cannot translate, empty/oversized/invalid UTF-8 text, bad options.
     Translation translate(const std::string& text, const TranslateOptions& options = {}) const;
 

@@ -1,6 +1,7 @@
 // The attnlab command line. Exit status 0 on success, 1 on any error or bad usage (message on stderr).
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -27,37 +28,74 @@ using attnlab::cli::json_matrix;
 using attnlab::cli::json_string;
 using attnlab::cli::json_strings;
 
-constexpr const char* kUsage =
-    "usage: attnlab <command> [options]\n"
-    "commands:\n"
-    "  version [--json]                          engine version and SIMD instruction set; --json adds\n"
-    "                                            the limits the engine enforces (beam, lengths, image size)\n"
-    "  info --model FILE                         the model's metadata\n"
-    "  translate --model FILE [--beam N] [--max-length N] [--json] [TEXT...]\n"
-    "                                            translate TEXT, or each line of stdin when no TEXT is given;\n"
-    "                                            a terminal also gets the alignment as a text heatmap\n"
-    "  caption --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--json] IMAGE...\n"
-    "                                            caption JPEG/PNG images, one line per image\n"
-    "                                            (--no-repeat-ngram: 0 off, 2..8; default: the model's)\n"
-    "  transcribe --model FILE [--beam N] [--json] AUDIO...\n"
-    "                                            transcribe WAV (PCM 8/16/24/32-bit or float, any channels,\n"
-    "                                            8..48 kHz), FLAC or Sphinx .mfc features, one line each\n";
+// Each command's usage, printed by `attnlab COMMAND --help`; usage() lists them all.
+struct Command {
+    const char* name;
+    const char* usage;
+};
+
+constexpr Command kCommands[] = {
+    {"version",
+     "  version [--json]                          engine version and SIMD instruction set; --json adds\n"
+     "                                            the limits the engine enforces (beam, lengths, image size)\n"},
+    {"info",
+     "  info --model FILE                         the model's metadata\n"},
+    {"translate",
+     "  translate --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--json] [TEXT...]\n"
+     "                                            translate TEXT, or each line of stdin when no TEXT is given;\n"
+     "                                            a terminal also gets the alignment as a text heatmap\n"
+     "                                            (--beam 1..64, --max-length 0 (automatic)..1000,\n"
+     "                                            --no-repeat-ngram -1 (default), 0 (off), 2..8)\n"},
+    {"caption",
+     "  caption --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--json] IMAGE...\n"
+     "                                            caption JPEG/PNG images, one line per image\n"
+     "                                            (--beam 1..64, --max-length 0 (the model's)..200,\n"
+     "                                            --no-repeat-ngram -1 (the model's), 0 (off), 2..8)\n"},
+    {"transcribe",
+     "  transcribe --model FILE [--beam N] [--json] AUDIO...\n"
+     "                                            transcribe WAV (PCM 8/16/24/32-bit or float, any channels,\n"
+     "                                            8..48 kHz), FLAC or Sphinx .mfc features, one line each\n"},
+};
+
+std::string usage() {
+    std::string out = "usage: attnlab <command> [options]   (attnlab <command> --help: that command)\ncommands:\n";
+    for (const Command& command : kCommands) out += command.usage;
+    return out;
+}
+
+const Command* find_command(const std::string& name) {
+    for (const Command& command : kCommands)
+        if (name == command.name) return &command;
+    return nullptr;
+}
+
+// A numeric flag as typed; its range depends on the command, so it is checked by flag_value() once the command
+// is known.
+struct Flag {
+    std::string text;
+    bool given = false;
+};
 
 struct Arguments {
     std::string model;
-    int beam = 1;
-    int max_length = 0;
-    int no_repeat_ngram = -1;  // the model's default
+    Flag beam, max_length, no_repeat_ngram;
     bool json = false;
     std::vector<std::string> words;
 };
 
-int parse_int(const std::string& flag, const std::string& value) {
-    char* end = nullptr;
-    const long parsed = std::strtol(value.c_str(), &end, 10);
-    attnlab::check(!value.empty() && *end == '\0' && parsed >= 0 && parsed <= 100000,
-                   flag + " needs a non-negative whole number, got '" + value + "'");
-    return static_cast<int>(parsed);
+// The flag's value checked against the engine's option table, so the CLI accepts what the engine and the JS
+// module accept and words a refusal as they do, naming the flag ("--beam must be an integer from 1 to 64, got 65").
+int flag_value(const std::string& name, const Flag& flag, attnlab::Option option, int fallback) {
+    if (!flag.given) return fallback;
+    const std::string& text = flag.text;
+    const std::size_t digits = text.find_first_not_of("0123456789", text.empty() || text[0] != '-' ? 0 : 1);
+    const bool whole = digits == std::string::npos && text != "" && text != "-";
+    attnlab::check(whole, name + " needs a whole number, got '" + text + "'", attnlab::ErrorKind::options);
+    errno = 0;
+    const long long value = std::strtoll(text.c_str(), nullptr, 10);
+    attnlab::check(errno != ERANGE && attnlab::option_accepts(option, value),
+                   attnlab::option_error(option, name, text), attnlab::ErrorKind::options);
+    return static_cast<int>(value);
 }
 
 Arguments parse(const std::vector<std::string>& args) {
@@ -68,16 +106,30 @@ Arguments parse(const std::vector<std::string>& args) {
             attnlab::check(i + 1 < args.size(), a + " needs a value");
             return args[++i];
         };
+        auto flag = [&](Flag& f) {
+            f.text = value();
+            f.given = true;
+        };
         if (a == "--model" || a == "-m") out.model = value();
-        else if (a == "--beam") out.beam = parse_int(a, value());
-        else if (a == "--max-length") out.max_length = parse_int(a, value());
-        else if (a == "--no-repeat-ngram") out.no_repeat_ngram = parse_int(a, value());
+        else if (a == "--beam") flag(out.beam);
+        else if (a == "--max-length") flag(out.max_length);
+        else if (a == "--no-repeat-ngram") flag(out.no_repeat_ngram);
         else if (a == "--json") out.json = true;
         else if (a == "--") { out.words.insert(out.words.end(), args.begin() + i + 1, args.end()); break; }
-        else if (a.size() > 1 && a[0] == '-' && a[1] == '-') attnlab::fail("unknown option " + a);
+        else if (a.size() > 1 && a[0] == '-' && a[1] == '-') attnlab::fail("unknown option " + a + " (attnlab " + args[0] + " --help lists them)");
         else out.words.push_back(a);
     }
     return out;
+}
+
+// A flag the command does not take is refused rather than silently ignored.
+void refuse_flags(const Arguments& args, const std::string& command, bool beam, bool max_length, bool no_repeat_ngram) {
+    const std::pair<const char*, bool> flags[] = {{"--beam", args.beam.given && !beam},
+                                                 {"--max-length", args.max_length.given && !max_length},
+                                                 {"--no-repeat-ngram", args.no_repeat_ngram.given && !no_repeat_ngram}};
+    for (const auto& [name, refused] : flags)
+        attnlab::check(!refused, command + " takes no " + name + " (attnlab " + command + " --help)",
+                       attnlab::ErrorKind::options);
 }
 
 // {"version","simd","wasm","limits":{...}}: the limits under the names of attnlab::Limits.
@@ -104,6 +156,7 @@ std::string version_json(const attnlab::EngineInfo& info, const attnlab::Limits&
 
 int run_version(const Arguments& args) {
     attnlab::check(args.words.empty(), "version takes no arguments (only --json)");
+    refuse_flags(args, "version", false, false, false);
     const attnlab::EngineInfo info = attnlab::engine_info();
     if (args.json)
         std::printf("%s\n", version_json(info, attnlab::limits()).c_str());
@@ -114,6 +167,7 @@ int run_version(const Arguments& args) {
 
 int run_info(const Arguments& args) {
     attnlab::check(!args.model.empty(), "info needs --model FILE");
+    refuse_flags(args, "info", false, false, false);
     // Any GGUF file, not only a loadable model: info is how one finds out what a file is.
     const attnlab::gguf::File file = attnlab::gguf::File::open(args.model);
     std::printf("GGUF v%u, %zu metadata keys, %zu tensors, %zu bytes\n", file.version(), file.keys().size(),
@@ -157,12 +211,32 @@ std::string attention_tensor_json(const attnlab::AttentionTensor& a) {
            ",\"data\":" + json_floats(a.data) + "}";
 }
 
+// [{"code","message"[,"share"]}]: share only for UNKNOWN_INPUT, as the JS module reports it.
+std::string warnings_json(const std::vector<attnlab::Warning>& warnings) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < warnings.size(); ++i) {
+        const attnlab::Warning& w = warnings[i];
+        out += std::string(i ? "," : "") + "{\"code\":" + json_string(w.code) + ",\"message\":" + json_string(w.message);
+        if (w.code == "UNKNOWN_INPUT") out += ",\"share\":" + attnlab::cli::json_number(w.share);
+        out += "}";
+    }
+    return out + "]";
+}
+
+// {"error","code"}: one failed input in place of its result (stdin translate, each caption or transcript).
+std::string error_fields(const attnlab::Error& e) {
+    return "\"error\":" + json_string(e.what()) + ",\"code\":" +
+           json_string(attnlab::error_code(e.kind(), attnlab::ErrorKind::input));
+}
+
 std::string translation_json(const attnlab::Translation& t) {
     const std::size_t S = t.source_tokens.size(), T = t.target_tokens.size();
     std::string out = "{\"text\":" + json_string(t.text) + ",\"source_tokens\":" + json_strings(t.source_tokens) +
            ",\"target_tokens\":" + json_strings(t.target_tokens) + ",\"source_ids\":" + json_ints(t.source_ids) +
            ",\"target_ids\":" + json_ints(t.target_ids) + ",\"score_function\":" + json_string(t.score_function) +
-           ",\"attention\":" + json_matrix(t.attention, T, S) + ",\"scores\":" + json_matrix(t.scores, T, S);
+           ",\"attention\":" + json_matrix(t.attention, T, S) + ",\"scores\":" + json_matrix(t.scores, T, S) +
+           ",\"stop_reason\":" + json_string(attnlab::stop_reason_name(t.stop_reason)) + ",\"warnings\":" +
+           warnings_json(t.warnings);
     if (!t.encoder_self_attention.empty())  // Transformer models only
         out += ",\"encoder_self_attention\":" + attention_tensor_json(t.encoder_self_attention) +
                ",\"decoder_self_attention\":" + attention_tensor_json(t.decoder_self_attention) +
@@ -171,11 +245,13 @@ std::string translation_json(const attnlab::Translation& t) {
 }
 
 int run_translate(const Arguments& args) {
+    attnlab::TranslateOptions options;
+    options.beam = flag_value("--beam", args.beam, attnlab::Option::beam, 1);
+    options.max_length = flag_value("--max-length", args.max_length, attnlab::Option::translation_max_length, 0);
+    options.no_repeat_ngram =
+        flag_value("--no-repeat-ngram", args.no_repeat_ngram, attnlab::Option::translation_no_repeat_ngram, -1);
     attnlab::check(!args.model.empty(), "translate needs --model FILE");
     const attnlab::Model model = attnlab::Model::open(args.model);
-    attnlab::TranslateOptions options;
-    options.beam = args.beam;
-    options.max_length = args.max_length;
     const bool heatmap = !args.json && isatty(STDOUT_FILENO);
 
     auto translate_one = [&](const std::string& text) {
@@ -184,7 +260,10 @@ int run_translate(const Arguments& args) {
             std::printf("%s\n", translation_json(t).c_str());
         } else {
             std::printf("%s\n", t.text.c_str());
-            if (heatmap) print_heatmap(t);
+            if (heatmap) {
+                print_heatmap(t);
+                for (const attnlab::Warning& w : t.warnings) std::printf("warning: %s\n", w.message.c_str());
+            }
         }
     };
     if (!args.words.empty()) {
@@ -202,7 +281,7 @@ int run_translate(const Arguments& args) {
             translate_one(line);
         } catch (const attnlab::Error& e) {
             std::fprintf(stderr, "attnlab: %s\n", e.what());
-            std::printf(args.json ? "{\"error\":%s}\n" : "%s\n", args.json ? json_string(e.what()).c_str() : "");
+            std::printf(args.json ? "{%s}\n" : "%s\n", args.json ? error_fields(e).c_str() : "");
             status = 1;
         }
         std::fflush(stdout);
@@ -220,14 +299,16 @@ std::string caption_json(const std::string& path, const attnlab::Caption& c) {
 }
 
 int run_caption(const Arguments& args) {
+    attnlab::CaptionOptions options;
+    options.beam = flag_value("--beam", args.beam, attnlab::Option::beam, 1);
+    options.max_length = flag_value("--max-length", args.max_length, attnlab::Option::caption_max_length, 0);
+    options.no_repeat_ngram =
+        flag_value("--no-repeat-ngram", args.no_repeat_ngram, attnlab::Option::caption_no_repeat_ngram, -1);
     attnlab::check(!args.model.empty(), "caption needs --model FILE");
     attnlab::check(!args.words.empty(), "caption needs at least one IMAGE file");
     const attnlab::Model model = attnlab::Model::open(args.model);
-    attnlab::check(model.task() == "caption", "this model (" + model.architecture() + ") cannot caption images");
-    attnlab::CaptionOptions options;
-    options.beam = args.beam;
-    options.max_length = args.max_length;
-    options.no_repeat_ngram = args.no_repeat_ngram;
+    attnlab::check(model.task() == "caption", "this model (" + model.architecture() + ") cannot caption images",
+                   attnlab::ErrorKind::task);
     // One line per image, so a bad file answers with an error in its place and the status becomes 1.
     int status = 0;
     for (const std::string& path : args.words) {
@@ -238,7 +319,7 @@ int run_caption(const Arguments& args) {
         } catch (const attnlab::Error& e) {
             std::fprintf(stderr, "attnlab: %s\n", e.what());
             if (args.json)
-                std::printf("{\"image\":%s,\"error\":%s}\n", json_string(path).c_str(), json_string(e.what()).c_str());
+                std::printf("{\"image\":%s,%s}\n", json_string(path).c_str(), error_fields(e).c_str());
             else
                 std::printf("\n");
             status = 1;
@@ -288,12 +369,14 @@ std::string transcription_json(const std::string& path, const attnlab::Transcrip
 }
 
 int run_transcribe(const Arguments& args) {
+    refuse_flags(args, "transcribe", true, false, false);
+    attnlab::TranscribeOptions options;
+    options.beam = flag_value("--beam", args.beam, attnlab::Option::beam, 1);
     attnlab::check(!args.model.empty(), "transcribe needs --model FILE");
     attnlab::check(!args.words.empty(), "transcribe needs at least one AUDIO file");
     const attnlab::Model model = attnlab::Model::open(args.model);
-    attnlab::check(model.task() == "transcribe", "this model (" + model.architecture() + ") cannot transcribe speech");
-    attnlab::TranscribeOptions options;
-    options.beam = args.beam;
+    attnlab::check(model.task() == "transcribe", "this model (" + model.architecture() + ") cannot transcribe speech",
+                   attnlab::ErrorKind::task);
     // One line per file, so a bad file answers with an error in its place and the status becomes 1.
     int status = 0;
     for (const std::string& path : args.words) {
@@ -303,7 +386,7 @@ int run_transcribe(const Arguments& args) {
         } catch (const attnlab::Error& e) {
             std::fprintf(stderr, "attnlab: %s: %s\n", path.c_str(), e.what());
             if (args.json)
-                std::printf("{\"audio\":%s,\"error\":%s}\n", json_string(path).c_str(), json_string(e.what()).c_str());
+                std::printf("{\"audio\":%s,%s}\n", json_string(path).c_str(), error_fields(e).c_str());
             else
                 std::printf("\n");
             status = 1;
@@ -318,19 +401,32 @@ int run_transcribe(const Arguments& args) {
 int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-        std::fputs(kUsage, args.empty() ? stderr : stdout);
+        const Command* topic = args.size() > 1 ? find_command(args[1]) : nullptr;
+        if (topic) std::printf("usage: attnlab %s", topic->usage + 2);
+        else std::fputs(usage().c_str(), args.empty() ? stderr : stdout);
         return args.empty() ? 1 : 0;
     }
     try {
-        const std::string& command = args[0];
+        const std::string command = args[0] == "--version" ? "version" : args[0];
+        const Command* known = find_command(command);
+        if (!known) {
+            std::fprintf(stderr, "attnlab: unknown command '%s'\n%s", command.c_str(), usage().c_str());
+            return 1;
+        }
+        // Before anything else is parsed, so `attnlab translate --beam x --help` still helps.
+        for (const std::string& a : args) {
+            if (a == "--") break;
+            if (a == "--help" || a == "-h") {
+                std::printf("usage: attnlab %s", known->usage + 2);
+                return 0;
+            }
+        }
         const Arguments parsed = parse(args);
-        if (command == "version" || command == "--version") return run_version(parsed);
+        if (command == "version") return run_version(parsed);
         if (command == "info") return run_info(parsed);
         if (command == "translate") return run_translate(parsed);
         if (command == "caption") return run_caption(parsed);
-        if (command == "transcribe") return run_transcribe(parsed);
-        std::fprintf(stderr, "attnlab: unknown command '%s'\n%s", command.c_str(), kUsage);
-        return 1;
+        return run_transcribe(parsed);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "attnlab: %s\n", e.what());
         return 1;

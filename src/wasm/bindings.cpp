@@ -1,11 +1,13 @@
 // The embind front end; the JS module (web/lib) is its only caller. Every entry point turns a C++ exception into
-// a JS Error carrying the same message (with -fwasm-exceptions an escaping C++ exception would reach JS as an
-// opaque WebAssembly.Exception).
+// a JS Error with the message after the module's "attnlab: " prefix and a `code` from the error's kind, which
+// web/lib/errors.mjs documents (with -fwasm-exceptions an escaping C++ exception would reach JS as an opaque
+// WebAssembly.Exception).
 #include <emscripten/bind.h>
 #include <malloc.h>
 
 #include <cstdint>
 #include <exception>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,14 +19,27 @@ using namespace emscripten;
 
 namespace {
 
+[[noreturn]] void throw_js(const std::string& message, const char* code) {
+    val error = val::global("Error").new_("attnlab: " + message);
+    error.set("code", std::string(code));
+    error.throw_();
+    __builtin_unreachable();
+}
+
+// `fallback`: the kind of an error that has none of its own (attnlab::Model's rule: a model file while loading,
+// the input during a call).
 template <typename F>
-auto guarded(F&& body) -> decltype(body()) {
+auto guarded(attnlab::ErrorKind fallback, F&& body) -> decltype(body()) {
     try {
         return body();
+    } catch (const attnlab::Error& e) {
+        throw_js(e.what(), attnlab::error_code(e.kind(), fallback));
+    } catch (const std::bad_alloc&) {
+        throw_js("the engine ran out of memory", "ATTNLAB_INTERNAL");
     } catch (const std::exception& e) {
-        val::global("Error").new_(std::string(e.what())).throw_();
+        throw_js(e.what(), "ATTNLAB_INTERNAL");
     } catch (...) {
-        val::global("Error").new_(std::string("attnlab: unknown engine error")).throw_();
+        throw_js("unknown engine error", "ATTNLAB_INTERNAL");
     }
 }
 
@@ -62,7 +77,7 @@ val engine_info_js() {
 class ByteBuffer {
 public:
     explicit ByteBuffer(double size) {
-        guarded([&] {
+        guarded(attnlab::ErrorKind::input, [&] {
             attnlab::check(size >= 0 && size <= 2.0e9, "buffer size out of range");
             bytes_.resize(static_cast<std::size_t>(size));
             return 0;
@@ -109,14 +124,14 @@ val to_matrix(const std::vector<float>& values, std::size_t rows, std::size_t co
 class JsModel {
 public:
     explicit JsModel(ByteBuffer& buffer) {
-        guarded([&] {
+        guarded(attnlab::ErrorKind::model, [&] {
             model_ = attnlab::Model::from_bytes(buffer.take());
             return 0;
         });
     }
 
     val info() const {
-        return guarded([&] {
+        return guarded(attnlab::ErrorKind::model, [&] {
             val out = val::object();
             out.set("architecture", model_.architecture());
             out.set("task", model_.task());
@@ -128,10 +143,15 @@ public:
     }
 
     val translate(const std::string& text, int beam, int max_length) const {
-        return guarded([&] {
+        return translate_with(text, beam, max_length, -1);
+    }
+
+    val translate_with(const std::string& text, int beam, int max_length, int no_repeat_ngram) const {
+        return guarded(attnlab::ErrorKind::input, [&] {
             attnlab::TranslateOptions options;
             options.beam = beam;
             options.max_length = max_length;
+            options.no_repeat_ngram = no_repeat_ngram;
             const attnlab::Translation t = model_.translate(text, options);
             const std::size_t S = t.source_tokens.size(), T = t.target_tokens.size();
             val out = val::object();
@@ -147,6 +167,16 @@ public:
             out.set("context", to_matrix(t.context, T, dv));
             out.set("values", to_matrix(t.values, S, dv));
             out.set("logProbability", t.log_probability);
+            out.set("stopReason", std::string(t.stop_reason == attnlab::StopReason::eos ? "eos" : "maxLength"));
+            val warnings = val::array();
+            for (std::size_t i = 0; i < t.warnings.size(); ++i) {
+                val warning = val::object();
+                warning.set("code", t.warnings[i].code);
+                warning.set("message", t.warnings[i].message);
+                if (t.warnings[i].code == "UNKNOWN_INPUT") warning.set("share", t.warnings[i].share);
+                warnings.set(i, warning);
+            }
+            out.set("warnings", warnings);
             if (!t.encoder_self_attention.empty()) {  // Transformer models only
                 out.set("encoderSelfAttention", to_attention_tensor(t.encoder_self_attention));
                 out.set("decoderSelfAttention", to_attention_tensor(t.decoder_self_attention));
@@ -158,7 +188,7 @@ public:
 
     // rgba: a Uint8Array or Uint8ClampedArray of width × height × 4 bytes, copied into wasm memory in one set().
     val caption(const val& rgba, int width, int height, int beam, int max_length, int no_repeat_ngram) const {
-        return guarded([&] {
+        return guarded(attnlab::ErrorKind::input, [&] {
             attnlab::check(rgba.instanceof(val::global("Uint8Array")) || rgba.instanceof(val::global("Uint8ClampedArray")),
                            "the image pixels must be a Uint8Array or Uint8ClampedArray");
             // Sides first, so width · height · 4 cannot overflow wasm's 32-bit size_t.
@@ -207,5 +237,6 @@ EMSCRIPTEN_BINDINGS(attnlab) {
         .constructor<ByteBuffer&>()
         .function("info", &JsModel::info)
         .function("translate", &JsModel::translate)
+        .function("translate", &JsModel::translate_with)
         .function("caption", &JsModel::caption);
 }

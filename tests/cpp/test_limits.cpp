@@ -68,14 +68,14 @@ TEST_CASE("limits(): translate accepts each limit and refuses one more, naming t
     CHECK_NOTHROW(model.translate("A dog runs.", options));
     options.beam = l.max_beam + 1;
     CHECK_THROWS_WITH_AS(model.translate("A dog runs.", options),
-                         contains("between 1 and " + std::to_string(l.max_beam)), Error);
+                         contains("beam must be an integer from 1 to " + std::to_string(l.max_beam) + ", got 65"), Error);
 
     options = {};
     options.max_length = l.max_translation_length;
     CHECK_NOTHROW(model.translate("A dog runs.", options));
     options.max_length = l.max_translation_length + 1;
     CHECK_THROWS_WITH_AS(model.translate("A dog runs.", options),
-                         contains("between 0 (automatic) and " + std::to_string(l.max_translation_length)),
+                         contains("maxLength must be an integer from 0 (automatic) to " + std::to_string(l.max_translation_length) + ", got 1001"),
                          Error);
 
     const std::string at_limit = text_of_tokens(l.max_source_tokens);
@@ -104,15 +104,16 @@ TEST_CASE("limits(): caption accepts each limit and refuses one more, naming the
     options.beam = l.max_beam;
     CHECK_NOTHROW(caption(options));
     options.beam = l.max_beam + 1;
-    CHECK_THROWS_WITH_AS(caption(options), contains("between 1 and " + std::to_string(l.max_beam)), Error);
+    CHECK_THROWS_WITH_AS(caption(options), contains("beam must be an integer from 1 to " + std::to_string(l.max_beam) + ", got 65"), Error);
 
     options = {};
     options.max_length = l.max_caption_length;
     CHECK_NOTHROW(caption(options));
     options.max_length = l.max_caption_length + 1;
-    CHECK_THROWS_WITH_AS(caption(options), contains("and " + std::to_string(l.max_caption_length)), Error);
+    CHECK_THROWS_WITH_AS(caption(options), contains("maxLength must be an integer from 0 (the model's default) to " +
+                                                    std::to_string(l.max_caption_length) + ", got 201"), Error);
 
-    const std::string range = std::to_string(l.min_no_repeat_ngram) + ".." + std::to_string(l.max_no_repeat_ngram);
+    const std::string range = "an integer from " + std::to_string(l.min_no_repeat_ngram) + " to " + std::to_string(l.max_no_repeat_ngram);
     for (int n : {-1, 0, l.min_no_repeat_ngram, l.max_no_repeat_ngram}) {
         options = {};
         options.no_repeat_ngram = n;

@@ -109,14 +109,18 @@ TEST_CASE("rnn_seq2seq: Model::translate gives PyTorch's greedy tokens, attentio
         CHECK(model.task() == "translate");
         const int sentences = static_cast<int>(expected.get_u32("expected.sentences"));
         REQUIRE(sentences == 8);
+        // PyTorch's greedy and beam searches (python/attnlab/golden/rnn.py) ban no repeated n-gram.
+        TranslateOptions greedy_options;
+        greedy_options.no_repeat_ngram = 0;
         TranslateOptions beam;
         beam.beam = static_cast<int>(expected.get_u32("expected.beam"));
         beam.length_penalty = expected.get_f32("expected.alpha");
+        beam.no_repeat_ngram = 0;
         for (int i = 0; i < sentences; ++i) {
             const std::string p = "sentence." + std::to_string(i) + ".";
             const std::string text = expected.get_string(p + "text");
             CAPTURE(text);
-            const Translation greedy = model.translate(text);
+            const Translation greedy = model.translate(text, greedy_options);
             CHECK(greedy.source_ids == expected.get_i32_array(p + "source_ids"));
             CHECK(greedy.source_tokens.back() == "</s>");
             REQUIRE(greedy.target_ids == expected.get_i32_array(p + "greedy_ids"));
@@ -174,6 +178,7 @@ TEST_CASE("rnn_seq2seq: the Q8_0 export loads and translates with well-formed at
         for (int beam : {1, 5}) {
             TranslateOptions options;
             options.beam = beam;
+            options.no_repeat_ngram = 0;  // as PyTorch decoded
             const Translation t = model.translate(text, options);
             CHECK(t.source_ids == expected.get_i32_array(p + "source_ids"));
             CHECK(int(t.target_ids.size()) <= int(1.5 * t.source_ids.size() + 10));
@@ -192,7 +197,9 @@ TEST_CASE("rnn_seq2seq: the Q8_0 export loads and translates with well-formed at
         CAPTURE(bound.slack);
         if (bound.tokens_must_agree()) {
             ++must_agree;
-            CHECK(model.translate(text).target_ids == greedy_ids);
+            TranslateOptions as_pytorch;
+            as_pytorch.no_repeat_ngram = 0;
+            CHECK(model.translate(text, as_pytorch).target_ids == greedy_ids);
         }
     }
     MESSAGE("Q8_0 greedy outputs equal to f32 PyTorch's: " << same << " of 8 (" << must_agree

@@ -152,10 +152,15 @@ test('caption: wrong model kind, missing, empty, non-image and directory images 
   assertCleanFailure(['caption', '--model', badModels.empty[0], image], '', badModels.empty[1]);
   const withEncoder = join(root, 'tests/fixtures/caption/tiny_encoder_model.gguf');
   const photo = join(root, 'web/app/samples/cat.jpg');
-  for (const value of ['1', '9', '-1', 'x', '']) {
+  for (const value of ['1', '9', '-2', 'x', '']) {
     assertCleanFailure(['caption', '--model', withEncoder, '--no-repeat-ngram', value, photo], '',
                        /no-repeat-ngram|noRepeatNgram/);
   }
+  // -1 is the model's own setting, as in the JS module's caption(): the same caption as no flag at all.
+  const byDefault = run(['caption', '--model', withEncoder, photo]);
+  const minusOne = run(['caption', '--model', withEncoder, '--no-repeat-ngram', '-1', photo]);
+  assert.equal(minusOne.status, 0, minusOne.stderr);
+  assert.equal(minusOne.stdout, byDefault.stdout);
 });
 
 // Issue 8's bad-input matrix, the CLI side of tests/js/bad_input_cases.mjs.

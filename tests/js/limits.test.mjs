@@ -64,10 +64,13 @@ test('the engine itself: translate accepts each limit and refuses one more', asy
   const model = await rawModel(TRANSLATOR);
   const { maxBeam, maxTranslationLength, maxSourceTokens, maxTextBytes } = limits;
   assert.equal(typeof model.translate('A dog runs.', maxBeam, 0).text, 'string');
-  assert.throws(() => model.translate('A dog runs.', maxBeam + 1, 0), new RegExp(`between 1 and ${maxBeam}, got ${maxBeam + 1}`));
+  // The engine's own words, with the module's "attnlab: " prefix and a code (the option table of attnlab.hpp).
+  assert.throws(() => model.translate('A dog runs.', maxBeam + 1, 0),
+                { message: `attnlab: beam must be an integer from 1 to ${maxBeam}, got ${maxBeam + 1}`, code: 'ATTNLAB_BAD_OPTIONS' });
   assert.equal(typeof model.translate('A dog runs.', 1, maxTranslationLength).text, 'string');
   assert.throws(() => model.translate('A dog runs.', 1, maxTranslationLength + 1),
-                new RegExp(`maxLength must be between 0 \\(automatic\\) and ${maxTranslationLength}, got ${maxTranslationLength + 1}`));
+                { message: `attnlab: maxLength must be an integer from 0 (automatic) to ${maxTranslationLength}, got ${maxTranslationLength + 1}`,
+                  code: 'ATTNLAB_BAD_OPTIONS' });
 
   // Words until the model reads exactly maxSourceTokens tokens (the reply lists them, </s> included); "a" is one
   // token in the fixture's small vocabulary.
@@ -91,12 +94,17 @@ test('the engine itself: caption accepts each limit and refuses one more', async
   const { data, width, height } = grey(32, 24);
   const caption = (beam, maxLength, noRepeatNgram) => model.caption(data, width, height, beam, maxLength, noRepeatNgram);
   assert.equal(typeof caption(maxBeam, 0, -1).text, 'string');
-  assert.throws(() => caption(maxBeam + 1, 0, -1), new RegExp(`between 1 and ${maxBeam}, got ${maxBeam + 1}`));
+  assert.throws(() => caption(maxBeam + 1, 0, -1),
+                { message: `attnlab: beam must be an integer from 1 to ${maxBeam}, got ${maxBeam + 1}`, code: 'ATTNLAB_BAD_OPTIONS' });
   assert.equal(typeof caption(1, maxCaptionLength, -1).text, 'string');
-  assert.throws(() => caption(1, maxCaptionLength + 1, -1), new RegExp(`maxLength must be between 0 \\(the model's default\\) and ${maxCaptionLength}`));
+  assert.throws(() => caption(1, maxCaptionLength + 1, -1),
+                { message: `attnlab: maxLength must be an integer from 0 (the model's default) to ${maxCaptionLength}, got ${maxCaptionLength + 1}`,
+                  code: 'ATTNLAB_BAD_OPTIONS' });
   for (const n of [-1, 0, minNoRepeatNgram, maxNoRepeatNgram]) assert.equal(typeof caption(1, 0, n).text, 'string', `noRepeatNgram ${n}`);
   for (const n of [minNoRepeatNgram - 1, maxNoRepeatNgram + 1]) {
-    assert.throws(() => caption(1, 0, n), new RegExp(`${minNoRepeatNgram}\\.\\.${maxNoRepeatNgram}, got ${n}`), `noRepeatNgram ${n}`);
+    assert.throws(() => caption(1, 0, n),
+                  { message: `attnlab: noRepeatNgram must be -1 (the model's default), 0 (off) or an integer from ${minNoRepeatNgram} to ${maxNoRepeatNgram}, got ${n}`,
+                    code: 'ATTNLAB_BAD_OPTIONS' }, `noRepeatNgram ${n}`);
   }
   const wide = grey(maxImageSide, 1);
   assert.equal(typeof model.caption(wide.data, maxImageSide, 1, 1, 0, -1).text, 'string');
@@ -110,15 +118,15 @@ test('the module refuses the same values first, naming the engine\'s limits', as
   const { maxBeam, maxTranslationLength, maxTextBytes, maxCaptionLength, minNoRepeatNgram, maxNoRepeatNgram, maxImageSide } = limits;
   assert.equal(typeof (await translator.translate('A dog runs.', { beam: maxBeam })).text, 'string');
   await assert.rejects(translator.translate('A dog runs.', { beam: maxBeam + 1 }),
-                       new RegExp(`^Error: attnlab: beam must be an integer from 1 to ${maxBeam}, got ${maxBeam + 1}$`));
+                       new RegExp(`^AttnlabError: attnlab: beam must be an integer from 1 to ${maxBeam}, got ${maxBeam + 1}$`));
   assert.equal(typeof (await translator.translate('A dog runs.', { maxLength: maxTranslationLength })).text, 'string');
   await assert.rejects(translator.translate('A dog runs.', { maxLength: maxTranslationLength + 1 }),
-                       new RegExp(`^Error: attnlab: maxLength must be an integer from 0 \\(automatic\\) to ${maxTranslationLength}, got ${maxTranslationLength + 1}$`));
+                       new RegExp(`^AttnlabError: attnlab: maxLength must be an integer from 0 \\(automatic\\) to ${maxTranslationLength}, got ${maxTranslationLength + 1}$`));
   // UTF-8 bytes, not UTF-16 units: one "ü" is two bytes, one "😀" four.
   const fill = 'a'.repeat(maxTextBytes - 6);
   await assert.rejects(translator.translate(`${fill}ü😀`), /tokens, at most/, 'exactly maxTextBytes bytes reach the engine');
   await assert.rejects(translator.translate(`${fill}üü😀`),
-                       new RegExp(`^Error: attnlab: the text is too long: ${maxTextBytes + 2} bytes of UTF-8, at most ${maxTextBytes} are accepted$`));
+                       new RegExp(`^AttnlabError: attnlab: the text is too long: ${maxTextBytes + 2} bytes of UTF-8, at most ${maxTextBytes} are accepted$`));
 
   const image = grey(32, 24);
   assert.equal(typeof (await captioner.caption(image, { beam: maxBeam, maxLength: maxCaptionLength })).text, 'string');

@@ -1,0 +1,206 @@
+// attnlab.hpp's result and option contract: every translation says why it stopped and warns about input the model
+// cannot know or a cut at the length limit; the default no-repeat n-gram rule keeps such input from looping; the
+// option table accepts exactly what limits() says and words every refusal one way; errors carry the kind front
+// ends turn into codes.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "attnlab/attnlab.hpp"
+#include "attnlab/error.hpp"
+#include "test_support.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+const Model& shipped_en_de() {
+    static const Model model = Model::open(test::source_path("models/weights/bahdanau-en-de.q8_0.gguf"));
+    return model;
+}
+
+const Model& shipped_transformer_en_de() {
+    static const Model model = Model::open(test::source_path("models/weights/transformer-en-de.q8_0.gguf"));
+    return model;
+}
+
+const Model& fixture_translator() {
+    static const Model model = Model::open(test::source_path("tests/fixtures/rnn/additive.gguf"));
+    return model;
+}
+
+const Warning* find_warning(const Translation& t, const std::string& code) {
+    for (const Warning& w : t.warnings)
+        if (w.code == code) return &w;
+    return nullptr;
+}
+
+// The longest stretch in which the output repeats itself with a period of at most 4 tokens ("-T-T-T-T" is one
+// stretch of period 2): the length of a loop.
+int longest_loop(const std::vector<int32_t>& ids) {
+    int longest = 0;
+    for (std::size_t period = 1; period <= 4; ++period) {
+        int run = 0;
+        for (std::size_t i = period; i < ids.size(); ++i) {
+            run = ids[i] == ids[i - period] ? run + 1 : 0;
+            if (run > 0) longest = std::max(longest, run + static_cast<int>(period));
+        }
+    }
+    return longest;
+}
+
+// Text the EN→DE models have no pieces for: Chinese and emoji become byte fallbacks.
+const std::vector<std::string> kUnknownTexts = {"今天天气很好，我们去公园散步吧。", "我们在学习中文和德语。",
+                                                "😀🎉🐶 🍕", "🙂🙃🙂🙃🙂🙃"};
+
+}  // namespace
+
+TEST_CASE("translate: an ordinary sentence stops at </s> with no warnings") {
+    for (const Model* model : {&shipped_en_de(), &shipped_transformer_en_de()}) {
+        const Translation t = model->translate("A dog runs on the beach.");
+        CHECK(t.stop_reason == StopReason::eos);
+        CHECK(t.warnings.empty());
+        CHECK(std::string(stop_reason_name(t.stop_reason)) == "eos");
+    }
+    // One unknown name among known words stays below the UNKNOWN_INPUT share.
+    const Translation named = shipped_en_de().translate("Zyxx and two men are playing soccer in a green park.");
+    CHECK(find_warning(named, "UNKNOWN_INPUT") == nullptr);
+}
+
+TEST_CASE("translate: a cut at maxLength is stop_reason max_length with a MAX_LENGTH warning") {
+    TranslateOptions options;
+    options.max_length = 2;
+    const Translation t = shipped_en_de().translate("Two men are playing soccer in a park.", options);
+    REQUIRE(t.target_ids.size() == 2);
+    CHECK(t.stop_reason == StopReason::max_length);
+    CHECK(std::string(stop_reason_name(t.stop_reason)) == "max_length");
+    const Warning* w = find_warning(t, "MAX_LENGTH");
+    REQUIRE(w != nullptr);
+    CHECK(w->message.find("maximum length (2 tokens)") != std::string::npos);
+    CHECK(w->share == 0.0f);
+    options.beam = 4;
+    const Translation beam = shipped_en_de().translate("Two men are playing soccer in a park.", options);
+    CHECK(beam.stop_reason == StopReason::max_length);
+    CHECK(find_warning(beam, "MAX_LENGTH") != nullptr);
+}
+
+TEST_CASE("translate: Chinese or emoji into EN→DE warn UNKNOWN_INPUT with the share of unknown pieces") {
+    for (const std::string& text : kUnknownTexts) {
+        const Translation t = shipped_en_de().translate(text);
+        const Warning* w = find_warning(t, "UNKNOWN_INPUT");
+        REQUIRE_MESSAGE(w != nullptr, text);
+        CHECK(w->share >= kUnknownInputWarningShare);
+        CHECK(w->share <= 1.0f);
+        CHECK(w->message.find("unknown to the model's vocabulary") != std::string::npos);
+        CHECK(t.warnings.front().code == "UNKNOWN_INPUT");  // first, before MAX_LENGTH
+    }
+}
+
+TEST_CASE("translate: by default a repetition loop on unknown input is broken, with the rule off it is not") {
+    REQUIRE(kDefaultTranslationNoRepeatNgram >= 2);
+    const int bound = 4 + kDefaultTranslationNoRepeatNgram - 1;  // a loop of period p <= 4 repeats < n tokens
+    int loop_without_rule = 0;
+    for (const Model* model : {&shipped_en_de(), &shipped_transformer_en_de()}) {
+        for (const std::string& text : kUnknownTexts) {
+            const Translation t = model->translate(text);
+            CHECK_MESSAGE(longest_loop(t.target_ids) <= bound, text);
+            for (int beam : {1, 4}) {
+                TranslateOptions off;
+                off.beam = beam;
+                off.no_repeat_ngram = 0;
+                loop_without_rule = std::max(loop_without_rule, longest_loop(model->translate(text, off).target_ids));
+            }
+        }
+    }
+    // The rule is what breaks them: without it these inputs loop (the "-T-T-T-…", 58 tokens).
+    CHECK(loop_without_rule >= 20);
+}
+
+TEST_CASE("translate: noRepeatNgram is an option like the others") {
+    TranslateOptions options;
+    for (int n : {-1, 0, 2, 8}) {
+        options.no_repeat_ngram = n;
+        CHECK_NOTHROW(fixture_translator().translate("A dog runs.", options));
+    }
+    for (int n : {-2, 1, 9}) {
+        options.no_repeat_ngram = n;
+        try {
+            fixture_translator().translate("A dog runs.", options);
+            FAIL("noRepeatNgram " << n << " was accepted");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::options);
+            CHECK(std::string(e.what()) ==
+                  "noRepeatNgram must be -1 (the default), 0 (off) or an integer from 2 to 8, got " + std::to_string(n));
+        }
+    }
+}
+
+TEST_CASE("the option table: each range from limits(), one wording, ErrorKind::options") {
+    const Limits l = limits();
+    CHECK(option_accepts(Option::beam, 1));
+    CHECK(option_accepts(Option::beam, l.max_beam));
+    CHECK_FALSE(option_accepts(Option::beam, 0));
+    CHECK_FALSE(option_accepts(Option::beam, l.max_beam + 1));
+    CHECK(option_accepts(Option::translation_max_length, 0));
+    CHECK(option_accepts(Option::translation_max_length, l.max_translation_length));
+    CHECK_FALSE(option_accepts(Option::translation_max_length, -1));
+    CHECK_FALSE(option_accepts(Option::translation_max_length, 1000000));
+    CHECK(option_accepts(Option::caption_max_length, l.max_caption_length));
+    CHECK_FALSE(option_accepts(Option::caption_max_length, l.max_caption_length + 1));
+    for (Option o : {Option::translation_no_repeat_ngram, Option::caption_no_repeat_ngram}) {
+        for (int n : {-1, 0, l.min_no_repeat_ngram, l.max_no_repeat_ngram}) CHECK(option_accepts(o, n));
+        for (int n : {-2, 1, l.max_no_repeat_ngram + 1}) CHECK_FALSE(option_accepts(o, n));
+    }
+    CHECK(option_error(Option::beam, "beam", "65") == "beam must be an integer from 1 to 64, got 65");
+    CHECK(option_error(Option::translation_max_length, "--max-length", "1000000") ==
+          "--max-length must be an integer from 0 (automatic) to 1000, got 1000000");
+    CHECK(option_error(Option::caption_max_length, "maxLength", "201") ==
+          "maxLength must be an integer from 0 (the model's default) to 200, got 201");
+    CHECK(option_error(Option::caption_no_repeat_ngram, "noRepeatNgram", "9") ==
+          "noRepeatNgram must be -1 (the model's default), 0 (off) or an integer from 2 to 8, got 9");
+    try {
+        check_option(Option::beam, "beam", 0);
+        FAIL("beam 0 was accepted");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::options);
+        CHECK(std::string(e.what()) == "beam must be an integer from 1 to 64, got 0");
+    }
+}
+
+TEST_CASE("errors carry their kind; error_code() gives the front ends' codes") {
+    auto kind_of = [](auto&& call) {
+        try {
+            call();
+        } catch (const Error& e) {
+            return e.kind();
+        }
+        FAIL("no error");
+        return ErrorKind::unspecified;
+    };
+    TranslateOptions wide;
+    wide.beam = 65;
+    CHECK(kind_of([&] { fixture_translator().translate("A dog.", wide); }) == ErrorKind::options);
+    const Model captioner = Model::open(test::source_path("tests/fixtures/caption/tiny_model.gguf"));
+    CHECK(kind_of([&] { captioner.translate("A dog."); }) == ErrorKind::task);
+    const std::vector<uint8_t> grey(16 * 16 * 4, 128);
+    CHECK(kind_of([&] { fixture_translator().caption(grey.data(), 16, 16); }) == ErrorKind::task);
+    CHECK(kind_of([&] { captioner.caption(grey.data(), 16, 16); }) == ErrorKind::model);  // it has no image encoder
+    CaptionOptions long_caption;
+    long_caption.max_length = 201;
+    const Model with_encoder = Model::open(test::source_path("tests/fixtures/caption/tiny_encoder_model.gguf"));
+    CHECK(kind_of([&] { with_encoder.caption(grey.data(), 16, 16, long_caption); }) == ErrorKind::options);
+
+    // Found deep inside (the tokenizer, the GGUF reader), kind unspecified: the entry point decides.
+    const ErrorKind empty = kind_of([&] { fixture_translator().translate("  "); });
+    CHECK(empty == ErrorKind::unspecified);
+    CHECK(std::string(error_code(empty, ErrorKind::input)) == "ATTNLAB_BAD_INPUT");
+    const ErrorKind garbage = kind_of([] { Model::from_bytes({'G', 'G', 'M', 'L', 0, 0, 0, 0}); });
+    CHECK(std::string(error_code(garbage, ErrorKind::model)) == "ATTNLAB_BAD_MODEL");
+
+    CHECK(std::string(error_code(ErrorKind::options, ErrorKind::input)) == "ATTNLAB_BAD_OPTIONS");
+    CHECK(std::string(error_code(ErrorKind::task, ErrorKind::input)) == "ATTNLAB_WRONG_TASK");
+    CHECK(std::string(error_code(ErrorKind::model, ErrorKind::input)) == "ATTNLAB_BAD_MODEL");
+    CHECK(std::string(error_code(ErrorKind::unspecified, ErrorKind::unspecified)) == "ATTNLAB_INTERNAL");
+}
