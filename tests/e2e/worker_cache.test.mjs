@@ -107,13 +107,17 @@ test('worker: engine errors inside the worker come back as rejections with the e
 
     const { raw, api } = outcome;
     assert.deepEqual(Object.keys(raw.beforeLoad), ['id', 'error']);
-    assert.equal(raw.beforeLoad.error, 'attnlab: no model is loaded');
-    assert.equal(raw.unknown.error, 'attnlab: unknown worker method frobnicate');
-    assert.match(raw.badBytes.error, /unsupported GGUF version 2880154539/);
+    // An error travels as { name, code, message } (web/lib/errors.mjs), rebuilt as an AttnlabError on the page.
+    assert.deepEqual(raw.beforeLoad.error, { name: 'AttnlabError', code: 'ATTNLAB_INTERNAL', message: 'attnlab: no model is loaded' });
+    assert.equal(raw.unknown.error.message, 'attnlab: unknown worker method frobnicate');
+    assert.match(raw.badBytes.error.message, /^attnlab: .*unsupported GGUF version 2880154539/);
+    assert.equal(raw.badBytes.error.code, 'ATTNLAB_BAD_MODEL');
     assert.equal(raw.load.error, undefined, raw.load.error);
     assert.match(JSON.stringify(raw.load.result), /"task":"translate"/, 'the load reply carries the model info');
-    assert.match(raw.tooLong.error, /the input is too long: \d+ tokens, at most 400 are accepted/);
-    assert.match(raw.badBeam.error, /beam/);
+    assert.match(raw.tooLong.error.message, /the input is too long: \d+ tokens, at most 400 are accepted/);
+    assert.equal(raw.tooLong.error.code, 'ATTNLAB_BAD_INPUT');
+    assert.match(raw.badBeam.error.message, /beam/);
+    assert.equal(raw.badBeam.error.code, 'ATTNLAB_BAD_OPTIONS');
     assert.equal(raw.after.error, undefined, raw.after.error);
     assert.equal(raw.after.result.text, expected, 'the worker still translates after the errors');
 

@@ -2,6 +2,7 @@
 // useWorker: false): turns bytes into an engine Model and runs translations and captions with validated options.
 import { loadEngine } from './engine.mjs';
 import { checkPixels } from './image.mjs';
+import { AttnlabError, ERROR_CODES, checkSignal, toAttnlabError } from './errors.mjs';
 import { createSpeechModel, validateTranscribeOptions } from './audio.mjs';
 
 export const TASKS = ['translate', 'caption', 'transcribe'];
@@ -13,13 +14,15 @@ const LIMIT_NAMES = ['maxBeam', 'maxTextBytes', 'maxSourceTokens', 'maxTranslati
 export function engineLimits(engine) {
   const limits = engine.engineInfo().limits;
   for (const name of LIMIT_NAMES) {
-    if (!Number.isInteger(limits?.[name])) throw new Error(`attnlab: the engine reports no limit ${name}: web/dist is out of date`);
+    if (!Number.isInteger(limits?.[name])) {
+      throw new AttnlabError(ERROR_CODES.LOAD_FAILED, `attnlab: the engine reports no limit ${name}: web/dist is out of date`);
+    }
   }
   return Object.freeze({ ...limits });
 }
 
 function requireLimits(limits) {
-  if (limits === null || typeof limits !== 'object') throw new Error('attnlab: the engine limits are missing');
+  if (limits === null || typeof limits !== 'object') throw new AttnlabError(ERROR_CODES.INTERNAL, 'attnlab: the engine limits are missing');
   return limits;
 }
 
@@ -33,42 +36,61 @@ function utf8Length(text) {
   return bytes;
 }
 
-function engineError(error) {
-  if (error instanceof Error) return error;
-  return new Error(`attnlab: engine error (${String(error)})`);
+// An engine exception: the bindings throw Errors with the "attnlab: " prefix and a code (ERROR_CODES).
+function engineError(error, fallback = ERROR_CODES.INTERNAL) {
+  if (error instanceof Error) return toAttnlabError(error, fallback);
+  return new AttnlabError(fallback, `attnlab: engine error (${String(error)})`);
+}
+
+const badInput = (message) => new AttnlabError(ERROR_CODES.BAD_INPUT, message);
+const badOptions = (message) => new AttnlabError(ERROR_CODES.BAD_OPTIONS, message);
+
+// The engine's option table (src/attnlab/attnlab.hpp, Option), in its words: "<name> must be <range>, got <value>".
+function checkRange(name, value, range, accepts) {
+  if (!Number.isInteger(value) || !accepts(value)) throw badOptions(`attnlab: ${name} must be ${range}, got ${value}`);
+  return value;
+}
+
+function checkNoRepeatNgram(value, limits, defaultText) {
+  const { minNoRepeatNgram, maxNoRepeatNgram } = limits;
+  return checkRange('noRepeatNgram', value, `-1 (${defaultText}), 0 (off) or an integer from ${minNoRepeatNgram} to ${maxNoRepeatNgram}`,
+                    (n) => n === -1 || n === 0 || (n >= minNoRepeatNgram && n <= maxNoRepeatNgram));
+}
+
+function checkOptionsObject(options, method) {
+  if (options === null || typeof options !== 'object') throw badOptions(`attnlab: ${method}() options must be an object`);
+  checkSignal(options.signal, method);
 }
 
 // A high surrogate not followed by a low one, or a low one not preceded by a high one.
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
- * Checks translate()'s arguments against the engine's limits (engineLimits()); returns { beam, maxLength } with
- * defaults filled in.
+ * Checks translate()'s arguments against the engine's limits (engineLimits()); returns { beam, maxLength,
+ * noRepeatNgram } with defaults filled in (noRepeatNgram -1: the engine's default).
  */
 export function validateTranslate(text, options = {}, limits) {
   const { maxBeam, maxTextBytes, maxTranslationLength } = requireLimits(limits);
-  if (typeof text !== 'string') throw new Error('attnlab: translate() needs the text as a string');
-  if (text.trim() === '') throw new Error('attnlab: the text to translate is empty');
+  if (typeof text !== 'string') throw badInput('attnlab: translate() needs the text as a string');
+  if (text.trim() === '') throw badInput('attnlab: the text to translate is empty');
   // Refused rather than replaced by U+FFFD: embind's UTF-8 conversion would silently merge a lone high surrogate
   // with the next character into an unrelated code point (issue 8).
   const lone = LONE_SURROGATE.exec(text);
   if (lone) {
     const unit = lone[0].charCodeAt(0).toString(16).toUpperCase();
-    throw new Error(`attnlab: the text has an unpaired UTF-16 surrogate (U+${unit}) at index ${lone.index}; it is not valid Unicode`);
+    throw badInput(`attnlab: the text has an unpaired UTF-16 surrogate (U+${unit}) at index ${lone.index}; it is not valid Unicode`);
   }
   const bytes = utf8Length(text);
   if (bytes > maxTextBytes) {
-    throw new Error(`attnlab: the text is too long: ${bytes} bytes of UTF-8, at most ${maxTextBytes} are accepted`);
+    throw badInput(`attnlab: the text is too long: ${bytes} bytes of UTF-8, at most ${maxTextBytes} are accepted`);
   }
-  if (options === null || typeof options !== 'object') throw new Error('attnlab: translate() options must be an object');
-  const { beam = 1, maxLength = 0 } = options;
-  if (!Number.isInteger(beam) || beam < 1 || beam > maxBeam) {
-    throw new Error(`attnlab: beam must be an integer from 1 to ${maxBeam}, got ${beam}`);
-  }
-  if (!Number.isInteger(maxLength) || maxLength < 0 || maxLength > maxTranslationLength) {
-    throw new Error(`attnlab: maxLength must be an integer from 0 (automatic) to ${maxTranslationLength}, got ${maxLength}`);
-  }
-  return { beam, maxLength };
+  checkOptionsObject(options, 'translate');
+  const { beam = 1, maxLength = 0, noRepeatNgram = -1 } = options;
+  checkRange('beam', beam, `an integer from 1 to ${maxBeam}`, (b) => b >= 1 && b <= maxBeam);
+  checkRange('maxLength', maxLength, `an integer from 0 (automatic) to ${maxTranslationLength}`,
+             (n) => n >= 0 && n <= maxTranslationLength);
+  checkNoRepeatNgram(noRepeatNgram, limits, 'the default');
+  return { beam, maxLength, noRepeatNgram };
 }
 
 /**
@@ -76,20 +98,19 @@ export function validateTranslate(text, options = {}, limits) {
  * noRepeatNgram } with defaults filled in (maxLength 0 and noRepeatNgram -1: the model's).
  */
 export function validateCaptionOptions(options = {}, limits) {
-  const { maxBeam, maxCaptionLength, minNoRepeatNgram, maxNoRepeatNgram } = requireLimits(limits);
-  if (options === null || typeof options !== 'object') throw new Error('attnlab: caption() options must be an object');
+  const { maxBeam, maxCaptionLength } = requireLimits(limits);
+  checkOptionsObject(options, 'caption');
   const { beam = 1, maxLength = 0, noRepeatNgram = -1 } = options;
-  if (!Number.isInteger(beam) || beam < 1 || beam > maxBeam) {
-    throw new Error(`attnlab: beam must be an integer from 1 to ${maxBeam}, got ${beam}`);
-  }
-  if (!Number.isInteger(maxLength) || maxLength < 0 || maxLength > maxCaptionLength) {
-    throw new Error(`attnlab: maxLength must be an integer from 0 (the model's default) to ${maxCaptionLength}, got ${maxLength}`);
-  }
-  if (!Number.isInteger(noRepeatNgram) || !(noRepeatNgram === -1 || noRepeatNgram === 0 ||
-                                            (noRepeatNgram >= minNoRepeatNgram && noRepeatNgram <= maxNoRepeatNgram))) {
-    throw new Error(`attnlab: noRepeatNgram must be -1 (the model's default), 0 (off) or an integer from ${minNoRepeatNgram} to ${maxNoRepeatNgram}, got ${noRepeatNgram}`);
-  }
+  checkRange('beam', beam, `an integer from 1 to ${maxBeam}`, (b) => b >= 1 && b <= maxBeam);
+  checkRange('maxLength', maxLength, `an integer from 0 (the model's default) to ${maxCaptionLength}`,
+             (n) => n >= 0 && n <= maxCaptionLength);
+  checkNoRepeatNgram(noRepeatNgram, limits, "the model's default");
   return { beam, maxLength, noRepeatNgram };
+}
+
+/** The WRONG_TASK error for calling a method the model's task does not have. */
+export function wrongTaskError(info, method) {
+  return new AttnlabError(ERROR_CODES.WRONG_TASK, wrongTask(info, method));
 }
 
 /** The message for calling a method the model's task does not have. */
@@ -106,7 +127,7 @@ export function asBytes(bytes) {
   if (bytes instanceof Uint8Array) return bytes;
   if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
   if (ArrayBuffer.isView(bytes)) return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  throw new Error('attnlab: model bytes must be an ArrayBuffer or a typed array');
+  throw badInput('attnlab: model bytes must be an ArrayBuffer or a typed array');
 }
 
 /**
@@ -117,14 +138,14 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
   const engine = await loadEngine(wasmBinary ? { wasmBinary } : undefined);
   const limits = engineLimits(engine);
   const data = asBytes(bytes);
-  if (data.length === 0) throw new Error('attnlab: the model file is empty');
+  if (data.length === 0) throw new AttnlabError(ERROR_CODES.BAD_MODEL, 'attnlab: the model file is empty');
   let model;
   const buffer = new engine.ByteBuffer(data.length);
   try {
     buffer.view().set(data);
     model = new engine.Model(buffer);
   } catch (error) {
-    throw engineError(error);
+    throw engineError(error, ERROR_CODES.BAD_MODEL);
   } finally {
     buffer.delete();
   }
@@ -133,34 +154,40 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
   try {
     info = model.info();
     if (!TASKS.includes(info.task)) {
-      throw new Error(`attnlab: this model's task is "${info.task}" (${info.architecture}), not "translate" or "caption"`);
+      throw new AttnlabError(ERROR_CODES.BAD_MODEL,
+                             `attnlab: this model's task is "${info.task}" (${info.architecture}), not one of ${TASKS.join(', ')}`);
     }
     if (info.task === 'transcribe') speech = createSpeechModel(engine, data);
   } catch (error) {
     model.delete();
-    throw engineError(error);
+    throw engineError(error, ERROR_CODES.BAD_MODEL);
   }
   return {
     info,
     limits,
     translate(text, options) {
-      if (info.task !== 'translate') throw new Error(wrongTask(info, 'translate'));
-      const { beam, maxLength } = validateTranslate(text, options, limits);
+      if (info.task !== 'translate') throw wrongTaskError(info, 'translate');
+      const { beam, maxLength, noRepeatNgram } = validateTranslate(text, options, limits);
       try {
-        return model.translate(text, beam, maxLength);
+        return model.translate(text, beam, maxLength, noRepeatNgram);
       } catch (error) {
-        throw engineError(error);
+        throw engineError(error, ERROR_CODES.BAD_INPUT);
       }
     },
     // pixels: { data: Uint8Array | Uint8ClampedArray (RGBA), width, height }
     caption(pixels, options) {
-      if (info.task !== 'caption') throw new Error(wrongTask(info, 'caption'));
+      if (info.task !== 'caption') throw wrongTaskError(info, 'caption');
       const { beam, maxLength, noRepeatNgram } = validateCaptionOptions(options, limits);
-      const { data, width, height } = checkPixels(pixels);
+      let checked;
       try {
-        return model.caption(data, width, height, beam, maxLength, noRepeatNgram);
+        checked = checkPixels(pixels);
       } catch (error) {
-        throw engineError(error);
+        throw toAttnlabError(error, ERROR_CODES.BAD_INPUT);
+      }
+      try {
+        return model.caption(checked.data, checked.width, checked.height, beam, maxLength, noRepeatNgram);
+      } catch (error) {
+        throw engineError(error, ERROR_CODES.BAD_INPUT);
       }
     },
     // prepared: audio.mjs prepareAudio()'s { bytes } or { samples, sampleRate }

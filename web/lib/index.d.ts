@@ -73,6 +73,10 @@ export interface Translation {
   values: Matrix;
   /** Σ log p of the returned tokens (and of the end of sentence when it was produced). */
   logProbability: number;
+  /** "eos": the model ended the sentence; "maxLength": it was cut at the length limit (a MAX_LENGTH warning too). */
+  stopReason: 'eos' | 'maxLength';
+  /** What the caller should know about this result (usually none), computed by the engine. */
+  warnings: TranslationWarning[];
   // Transformer models only (absent for RNN models); `attention` and `scores` above are then the last decoder
   // layer's cross-attention weights and scaled dot products, averaged over heads. The decoder's positions are its
   // inputs: "<s>" then targetTokens[0 .. T-2], and position i is the step that wrote targetTokens[i]
@@ -85,12 +89,29 @@ export interface Translation {
   crossAttention?: AttentionTensor;
 }
 
+/**
+ * UNKNOWN_INPUT: `share` (0..1) of the source pieces are unknown to the model's vocabulary (<unk> or byte
+ * fallbacks: a script or language it was not trained on), at least 0.25, so the translation is likely meaningless.
+ * MAX_LENGTH: the translation was cut at the maximum length.
+ */
+export type TranslationWarning =
+  | { code: 'UNKNOWN_INPUT'; message: string; share: number }
+  | { code: 'MAX_LENGTH'; message: string };
+
 export interface TranslateOptions {
   /** Beam width, 1 (greedy, the default) to limits.maxBeam (64). */
   beam?: number;
   /** At most this many output tokens, up to limits.maxTranslationLength (1000); 0 (the default) means 1.5 × the
    *  source length + 10. */
   maxLength?: number;
+  /**
+   * No target n-gram of this size twice: limits.minNoRepeatNgram to limits.maxNoRepeatNgram (2 to 8), 0 for no
+   * such rule, -1 (the default) for the engine's default (docs/decoding.md), which stops repetition loops on
+   * input the model does not know.
+   */
+  noRepeatNgram?: number;
+  /** Cancels the call: it rejects with an AbortError (code ATTNLAB_ABORTED); see Model. */
+  signal?: AbortSignal;
 }
 
 /** A caption and where each of its tokens looked. */
@@ -124,6 +145,8 @@ export interface CaptionOptions {
    * is 3).
    */
   noRepeatNgram?: number;
+  /** Cancels the call: it rejects with an AbortError (code ATTNLAB_ABORTED); see Model. */
+  signal?: AbortSignal;
 }
 
 /** RGBA pixels, row-major, 4 bytes a pixel (alpha is ignored): what ImageData holds, and what works in Node. */
@@ -176,7 +199,10 @@ export interface LoadOptions {
   bytes?: number;
   /** Use the Cache API ("attnlab-v1") for the file and the wasm (default true; ignored where there is none). */
   cache?: boolean;
-  /** Run the engine in a module Web Worker: default true in browsers; Node has no workers (false). */
+  /**
+   * Run the engine in a worker: a module Web Worker in browsers (the default there), a worker_threads Worker in
+   * Node (default false: the calling thread, which a long call blocks). The API is the same either way.
+   */
   useWorker?: boolean;
   /** With a model name: the manifest entry's dtype ("q8_0", "f16", ...); default: the entry whose id is the name. */
   dtype?: string;
@@ -191,11 +217,15 @@ export interface Model {
   readonly limits: EngineLimits;
   /** True when the weights came from the Cache API rather than the network. */
   readonly fromCache: boolean;
-  /** True when the engine runs in a Web Worker. */
+  /** True when the engine runs in a worker (a Web Worker, or a Node worker_threads Worker). */
   readonly inWorker: boolean;
   /**
    * Translates one sentence; calls run one at a time in call order. Rejects for empty text, text with an unpaired
-   * UTF-16 surrogate (not valid Unicode), text over limits.maxTextBytes, or bad options.
+   * UTF-16 surrogate (not valid Unicode), text over limits.maxTextBytes (ATTNLAB_BAD_INPUT), or bad options
+   * (ATTNLAB_BAD_OPTIONS). When options.signal aborts, the call rejects at once with an AbortError: a queued call
+   * is dropped; a running one in a worker stops, the worker is replaced by a new one that reloads the weights (kept
+   * on the calling thread) and the queued calls run there; on the calling thread (useWorker: false) the engine
+   * cannot be interrupted, so only calls that have not started can be aborted.
    */
   translate(text: string, options?: TranslateOptions): Promise<Translation>;
   /**
@@ -216,9 +246,39 @@ export interface Model {
   transcribe(input: TranscribeInput, options?: TranscribeOptions): Promise<Transcription>;
   /** Waits for queued calls, then frees the engine memory (and the worker); later calls reject. */
   dispose(): Promise<void>;
-  /** Stops now: pending and later calls reject with "attnlab: the model was terminated". */
+  /** Stops now: pending and later calls reject with "attnlab: the model was terminated" (ATTNLAB_CLOSED). */
   terminate(): void;
 }
+
+/** Every rejection and throw from attnlab: `code` is stable, the message starts with "attnlab: ". */
+export type AttnlabErrorCode =
+  | 'ATTNLAB_BAD_INPUT'
+  | 'ATTNLAB_BAD_OPTIONS'
+  | 'ATTNLAB_BAD_MODEL'
+  | 'ATTNLAB_WRONG_TASK'
+  | 'ATTNLAB_LOAD_FAILED'
+  | 'ATTNLAB_ABORTED'
+  | 'ATTNLAB_CLOSED'
+  | 'ATTNLAB_INTERNAL';
+
+export class AttnlabError extends Error {
+  constructor(code: AttnlabErrorCode, message: string, options?: { cause?: unknown });
+  readonly code: AttnlabErrorCode;
+  /** "AbortError" for ATTNLAB_ABORTED, else "AttnlabError". */
+  name: string;
+}
+
+/** The codes by short name: ERROR_CODES.BAD_INPUT === 'ATTNLAB_BAD_INPUT', .... */
+export const ERROR_CODES: {
+  readonly BAD_INPUT: 'ATTNLAB_BAD_INPUT';
+  readonly BAD_OPTIONS: 'ATTNLAB_BAD_OPTIONS';
+  readonly BAD_MODEL: 'ATTNLAB_BAD_MODEL';
+  readonly WRONG_TASK: 'ATTNLAB_WRONG_TASK';
+  readonly LOAD_FAILED: 'ATTNLAB_LOAD_FAILED';
+  readonly ABORTED: 'ATTNLAB_ABORTED';
+  readonly CLOSED: 'ATTNLAB_CLOSED';
+  readonly INTERNAL: 'ATTNLAB_INTERNAL';
+};
 
 /**
  * Loads a translation or captioning model (GGUF) from a URL, a file path (Node), its bytes, or by name

@@ -4,17 +4,20 @@
 //   const t = await model.translate('A dog runs.', { beam: 4 });   // { text, sourceTokens, attention, ... }
 //   const c = await captioner.caption(imageData, { beam: 3 });     // { text, tokens, attention, gridWidth, ... }
 //
-// In a browser the engine runs in a module Web Worker (one per model); in Node it runs in this thread. Either way
-// every method returns a promise, calls on one model run one at a time in call order, and every error is a
-// rejected promise with a message.
-import { absoluteWasmPaths, callEngine, env, importNodeBuiltin, loadEngine, startEngineWorker, wasmUrl } from './engine.mjs';
-import { asBytes, createEngineModel, validateCaptionOptions, validateTranslate, wrongTask } from './core.mjs';
+// In a browser the engine runs in a module Web Worker (one per model); in Node it runs in this thread, or in a
+// worker_threads Worker with useWorker: true. Either way every method returns a promise, calls on one model run one
+// at a time in call order, an AbortSignal cancels a call, and every error is a rejected promise with an AttnlabError
+// (errors.mjs: a stable `code` and a message starting with "attnlab: ").
+import { absoluteWasmPaths, callEngine, env, importNodeBuiltin, loadEngine as loadEngineModule, startEngineWorker, wasmUrl } from './engine.mjs';
+import { asBytes, createEngineModel, validateCaptionOptions, validateTranslate, wrongTaskError } from './core.mjs';
+import { AttnlabError, ERROR_CODES, abortError, checkSignal, deserializeError, throwIfAborted, toAttnlabError } from './errors.mjs';
 import { checkBitmap, isImageBitmap, toPixels } from './image.mjs';
 import { checkAborted, prepareAudio, transferablesOfAudio, validateTranscribeOptions } from './audio.mjs';
-import { CACHE_NAME, download, sha256Hex, verifySha256 } from './download.mjs';
+import { CACHE_NAME, download as downloadBytes, sha256Hex, verifySha256 } from './download.mjs';
 import { isModelName, resolveModelName } from './models.mjs';
 
-export { loadEngine, download, sha256Hex, CACHE_NAME, env };
+export { sha256Hex, CACHE_NAME, env };
+export { AttnlabError, ERROR_CODES } from './errors.mjs';
 export { decodeAudio } from './audio.mjs';
 
 const isNode = typeof process === 'object' && typeof process.versions === 'object' && !!process.versions.node;
@@ -24,7 +27,32 @@ const isNode = typeof process === 'object' && typeof process.versions === 'objec
  * every call (the numbers translate() and caption() check their options against).
  */
 export async function engineInfo() {
-  return callEngine((engine) => engine.engineInfo());
+  return callEngine((engine) => engine.engineInfo()).catch((error) => {
+    throw toAttnlabError(error, ERROR_CODES.LOAD_FAILED);
+  });
+}
+
+/** Loads the wasm engine in this realm once (engine.mjs); rejects with LOAD_FAILED. */
+export function loadEngine(options) {
+  return loadEngineModule(options).catch((error) => {
+    throw toAttnlabError(error, ERROR_CODES.LOAD_FAILED);
+  });
+}
+
+/** The downloader loadModel uses (download.mjs), rejecting with LOAD_FAILED, or ABORTED for the caller's abort. */
+export function download(url, options = {}) {
+  return downloadBytes(url, options).catch((error) => {
+    throw loadError(error, options?.signal);
+  });
+}
+
+// A failure while loading: ABORTED when the caller's signal aborted, the error's own code when it has one (an
+// engine or validation error), else LOAD_FAILED.
+function loadError(error, signal) {
+  if (signal?.aborted && !(error instanceof AttnlabError && error.code !== ERROR_CODES.LOAD_FAILED)) {
+    return new AttnlabError(ERROR_CODES.ABORTED, error?.message ?? 'attnlab: loading was aborted', { cause: error });
+  }
+  return toAttnlabError(error, ERROR_CODES.LOAD_FAILED);
 }
 
 // The wasm bytes for workers, through the cached downloader so a second visit works offline (shared by every
@@ -32,7 +60,7 @@ export async function engineInfo() {
 let wasmBytesPromise = null;
 function wasmBytes() {
   if (!wasmBytesPromise) {
-    wasmBytesPromise = download(wasmUrl()).then(({ bytes }) => bytes, (error) => {
+    wasmBytesPromise = downloadBytes(wasmUrl()).then(({ bytes }) => bytes, (error) => {
       wasmBytesPromise = null;
       throw error;
     });
@@ -50,14 +78,14 @@ async function fetchModelBytes(source, options) {
   const { onProgress, signal, timeout = 0, sha256, bytes: expectedBytes, cache = true } = options;
   if (typeof source === 'string' || source instanceof URL) {
     if (isNode && isLocalPath(source)) {
-      if (signal?.aborted) throw new Error(`attnlab: loading ${source} was aborted`);
+      throwIfAborted(signal, `loading ${source}`);
       const { readFile } = await importNodeBuiltin('fs/promises');
       let bytes;
       try {
         bytes = new Uint8Array(await readFile(source, { signal }));
       } catch (error) {
-        if (signal?.aborted) throw new Error(`attnlab: loading ${source} was aborted`);
-        throw new Error(`attnlab: could not read ${source}: ${error.message}`);
+        throwIfAborted(signal, `loading ${source}`);
+        throw new AttnlabError(ERROR_CODES.LOAD_FAILED, `attnlab: could not read ${source}: ${error.message}`, { cause: error });
       }
       onProgress?.({ loaded: bytes.length, total: bytes.length });
       await verifySha256(bytes, sha256, String(source));
@@ -65,31 +93,42 @@ async function fetchModelBytes(source, options) {
     }
     const base = globalThis.location?.href;
     const url = base ? new URL(source, base) : new URL(source);
-    const { bytes, fromCache } = await download(url, { onProgress, signal, timeout, sha256, bytes: expectedBytes, cache });
+    const { bytes, fromCache } = await downloadBytes(url, { onProgress, signal, timeout, sha256, bytes: expectedBytes, cache });
     return { bytes, fromCache, transferable: true };
   }
-  if (source === null || source === undefined) throw new Error('attnlab: loadModel() needs a URL or the model bytes');
+  if (source === null || source === undefined) {
+    throw new AttnlabError(ERROR_CODES.BAD_INPUT, 'attnlab: loadModel() needs a URL or the model bytes');
+  }
   const bytes = asBytes(source);
-  if (signal?.aborted) throw new Error('attnlab: loading the model was aborted');
+  throwIfAborted(signal, 'loading the model');
   await verifySha256(bytes, sha256, 'the model bytes');
   onProgress?.({ loaded: bytes.length, total: bytes.length });
   return { bytes, fromCache: false, transferable: false };
 }
 
 // Runs tasks one at a time in call order. close(reason): later calls reject, queued ones still run;
-// kill(reason): queued and later calls reject.
+// kill(reason): queued and later calls reject. A call whose signal aborts rejects at once (ABORTED); queued, it is
+// skipped when its turn comes; running, onAbort (if given) decides what happens to the work under way.
 class CallQueue {
   #tail = Promise.resolve();
   #closed = null;
   #killed = null;
-  run(task) {
-    if (this.#closed) return Promise.reject(new Error(this.#closed));
-    const result = this.#tail.then(() => {
-      if (this.#killed) throw new Error(this.#killed);
+  run(task, { signal, what = 'the call' } = {}) {
+    if (this.#closed) return Promise.reject(closedError(this.#closed));
+    if (signal?.aborted) return Promise.reject(abortError(what, signal));
+    const turn = this.#tail.then(() => {
+      if (this.#killed) throw closedError(this.#killed);
+      throwIfAborted(signal, what);
       return task();
     });
-    this.#tail = result.catch(() => {});
-    return result;
+    this.#tail = turn.catch(() => {});
+    if (!signal) return turn;
+    let onAbort;
+    const aborted = new Promise((_, reject) => {
+      onAbort = () => reject(abortError(what, signal));
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    return Promise.race([turn, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
   }
   close(reason) {
     this.#closed ??= reason;
@@ -106,6 +145,19 @@ class CallQueue {
 const TERMINATED = 'attnlab: the model was terminated';
 const DISPOSED = 'attnlab: the model was disposed';
 
+function closedError(reason) {
+  return new AttnlabError(reason === TERMINATED || reason === DISPOSED ? ERROR_CODES.CLOSED : ERROR_CODES.INTERNAL, reason);
+}
+
+// A model method's failure: its own code, or BAD_INPUT for the image and audio readers' plain errors.
+function callError(error) {
+  return toAttnlabError(error, ERROR_CODES.BAD_INPUT);
+}
+
+function rejectWith(error) {
+  return Promise.reject(callError(error));
+}
+
 /** A model running in this thread (Node, or useWorker: false). */
 class DirectModel {
   #core;
@@ -117,23 +169,32 @@ class DirectModel {
     this.fromCache = fromCache;
     this.inWorker = false;
   }
+  // The engine runs synchronously on this thread, so an abort can only cancel a call that has not started.
   translate(text, options = {}) {
-    return this.#queue.run(async () => this.#core.translate(text, options));
+    try {
+      checkSignal(options?.signal, 'translate');
+    } catch (error) {
+      return rejectWith(error);
+    }
+    return this.#queue.run(async () => this.#core.translate(text, options),
+                           { signal: options?.signal, what: 'the translation' }).catch((error) => { throw callError(error); });
   }
   caption(image, options = {}) {
     // Pixels are read now, in call order with the caller's image as it is at the call.
     let pixels;
     try {
+      checkSignal(options?.signal, 'caption');
       if (this.info.task === 'caption') pixels = toPixels(image);
     } catch (error) {
-      return Promise.reject(error);
+      return rejectWith(error);
     }
-    return this.#queue.run(async () => this.#core.caption(pixels, options));
+    return this.#queue.run(async () => this.#core.caption(pixels, options),
+                           { signal: options?.signal, what: 'the caption' }).catch((error) => { throw callError(error); });
   }
   transcribe(input, options = {}) {
     let prepared;
     try {
-      if (this.info.task !== 'transcribe') throw new Error(wrongTask(this.info, 'transcribe'));
+      if (this.info.task !== 'transcribe') throw wrongTaskError(this.info, 'transcribe');
       prepared = prepareAudio(input, validateTranscribeOptions(options, this.limits));
     } catch (error) {
       return Promise.reject(error);
@@ -163,60 +224,117 @@ class DirectModel {
   }
 }
 
-/** A model inside a module Web Worker; requests carry ids and are answered in order. */
+/**
+ * A model inside a worker (a module Web Worker, or a Node worker_threads Worker): requests carry ids and are sent
+ * one at a time in call order, each when the last is answered. An abort of the running request terminates the
+ * worker and starts a new one with the same weights (kept on this thread for that), which the queued calls then
+ * use; an abort of a queued request only drops it.
+ */
 class WorkerModel {
-  #worker;
+  #spawn;      // async () => a started worker (see startWorker)
+  #loadArgs;   // async () => { args, transfer } of the "load" request, for each worker started
+  #worker = null;
+  #ready = Promise.resolve();  // the current worker has loaded the model (after an abort: the new worker)
   #audioTail = Promise.resolve();
   #pending = new Map();
   #nextId = 1;
   #closed = null;
-  constructor(worker) {
-    this.#worker = worker;
+  #queue = new CallQueue();
+  constructor(spawn, loadArgs) {
+    this.#spawn = spawn;
+    this.#loadArgs = loadArgs;
     this.inWorker = true;
+  }
+  /** Starts the first worker and loads the model; resolves to { info, limits }. */
+  async start() {
+    this.#ready = this.#startWorker();
+    return this.#ready;
+  }
+  async #startWorker() {
+    const worker = await this.#spawn();
+    if (!worker) throw new AttnlabError(ERROR_CODES.LOAD_FAILED, 'attnlab: the engine worker could not be started');
+    this.#worker = worker;
     worker.addEventListener('message', (event) => {
       const { id, result, error } = event.data ?? {};
       const pending = this.#pending.get(id);
-      if (!pending) return;
-      this.#pending.delete(id);
-      if (error !== undefined) pending.reject(new Error(error));
+      if (!pending || worker !== this.#worker) return;
+      this.#settle(id);
+      if (error !== undefined) pending.reject(deserializeError(error));
       else pending.resolve(result);
     });
     worker.addEventListener('error', (event) => {
       event.preventDefault?.();
-      this.#fail(`attnlab: the engine worker failed: ${event.message ?? 'could not start it'}`);
+      if (worker === this.#worker) this.#fail(`attnlab: the engine worker failed: ${event.message ?? 'could not start it'}`);
     });
-    worker.addEventListener('messageerror', () => this.#fail('attnlab: the engine worker sent an unreadable message'));
+    worker.addEventListener('messageerror', () => {
+      if (worker === this.#worker) this.#fail('attnlab: the engine worker sent an unreadable message');
+    });
+    const { args, transfer } = await this.#loadArgs();
+    return this.#send('load', args, transfer);
   }
-  #fail(reason) {
-    this.#closed ??= reason;
-    for (const { reject } of this.#pending.values()) reject(new Error(reason));
-    this.#pending.clear();
-    this.#worker.terminate();
+  #settle(id) {
+    this.#pending.delete(id);
+    if (this.#pending.size === 0) this.#worker?.unref?.();  // an idle Node worker does not keep the process alive
   }
-  call(method, args, transfer = []) {
-    if (this.#closed) return Promise.reject(new Error(this.#closed));
+  #send(method, args, transfer = []) {
+    if (this.#closed) return Promise.reject(closedError(this.#closed));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
+      this.#worker.ref?.();
       this.#worker.postMessage({ id, method, args }, transfer);
     });
   }
-  translate(text, options = {}) {
-    try {
-      if (this.info && this.info.task !== 'translate') throw new Error(wrongTask(this.info, 'translate'));
-      validateTranslate(text, options, this.limits);  // fail fast, without a round trip
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.call('translate', { text, options: { beam: options.beam, maxLength: options.maxLength } });
+  // The running request was aborted: its worker is stopped mid-call and a new one loads the model.
+  #restart(reason) {
+    if (this.#closed) return;
+    const old = this.#worker;
+    const pending = [...this.#pending.values()];
+    this.#pending.clear();
+    this.#worker = null;
+    old?.terminate();
+    this.#ready = this.#startWorker();
+    this.#ready.catch((error) => this.#fail(`attnlab: the engine worker could not be restarted after an abort: ${error.message}`));
+    for (const { reject } of pending) reject(reason);
   }
-  // An ImageBitmap is transferred (it is closed for the caller) and read in the worker; any other image is read
-  // here, and its pixels are copied to the worker.
+  #fail(reason) {
+    this.#closed ??= reason;
+    this.#queue.kill(reason);
+    for (const { reject } of this.#pending.values()) reject(closedError(reason));
+    this.#pending.clear();
+    this.#worker?.terminate();
+  }
+  /** One request through the queue: waits for its turn (and a restarted worker), then for the answer. */
+  call(method, args, transfer = [], { signal, what = 'the call' } = {}) {
+    return this.#queue.run(async () => {
+      await this.#ready;
+      throwIfAborted(signal, what);
+      const answer = this.#send(method, args, transfer);
+      if (signal) {
+        const onAbort = () => this.#restart(abortError(what, signal));
+        signal.addEventListener('abort', onAbort, { once: true });
+        answer.then(() => signal.removeEventListener('abort', onAbort), () => signal.removeEventListener('abort', onAbort));
+      }
+      return answer;
+    }, { signal, what }).catch((error) => { throw callError(error); });
+  }
+  translate(text, options = {}) {
+    let checked;
+    try {
+      if (this.info && this.info.task !== 'translate') throw wrongTaskError(this.info, 'translate');
+      checked = validateTranslate(text, options, this.limits);  // fail fast, without a round trip
+    } catch (error) {
+      return rejectWith(error);
+    }
+    return this.call('translate', { text, options: checked }, [], { signal: options.signal, what: 'the translation' });
+  }
+  // An ImageBitmap is transferred (it is closed for the caller) when its turn comes and read in the worker; any
+  // other image is read here, and its pixels are copied to the worker.
   caption(image, options = {}) {
     let args;
     const transfer = [];
     try {
-      if (this.info && this.info.task !== 'caption') throw new Error(wrongTask(this.info, 'caption'));
+      if (this.info && this.info.task !== 'caption') throw wrongTaskError(this.info, 'caption');
       const checked = validateCaptionOptions(options, this.limits);
       if (isImageBitmap(image)) {
         checkBitmap(image);
@@ -227,15 +345,15 @@ class WorkerModel {
         args = { image: { data, width, height }, options: checked };
       }
     } catch (error) {
-      return Promise.reject(error);
+      return rejectWith(error);
     }
-    return this.call('caption', args, transfer);
+    return this.call('caption', args, transfer, { signal: options.signal, what: 'the caption' });
   }
   // The audio is read (and, for formats other than WAV/FLAC, decoded by the browser) here, then sent in call order.
   transcribe(input, options = {}) {
     let prepared, checked;
     try {
-      if (this.info && this.info.task !== 'transcribe') throw new Error(wrongTask(this.info, 'transcribe'));
+      if (this.info && this.info.task !== 'transcribe') throw wrongTaskError(this.info, 'transcribe');
       checked = validateTranscribeOptions(options, this.limits);
       prepared = prepareAudio(input, checked);
     } catch (error) {
@@ -255,9 +373,11 @@ class WorkerModel {
     return this.call('memoryStats', {});
   }
   async dispose() {
-    if (this.#closed) return;
+    if (this.#closed || this.#queue.closed) return;
+    const done = this.call('dispose', {});
+    this.#queue.close(DISPOSED);
     try {
-      await this.call('dispose', {});
+      await done;
     } finally {
       this.#fail(DISPOSED);
     }
@@ -267,36 +387,98 @@ class WorkerModel {
   }
 }
 
+// A Node worker_threads Worker running node_worker.mjs, with the Web Worker's event interface WorkerModel uses.
+async function startNodeWorker() {
+  const { Worker } = await importNodeBuiltin('worker_threads');
+  const script = 'node_worker.mjs';  // a variable, so that no browser bundler emits the Node-only file
+  const worker = new Worker(new URL(script, import.meta.url), { name: 'attnlab-engine' });
+  let terminated = false;
+  return {
+    addEventListener(type, listener) {
+      if (type === 'message') worker.on('message', (data) => listener({ data }));
+      if (type === 'messageerror') worker.on('messageerror', () => listener({}));
+      if (type === 'error') {
+        worker.on('error', (error) => listener({ message: error?.message ?? String(error) }));
+        worker.on('exit', (code) => {
+          if (!terminated) listener({ message: `the worker exited with code ${code}` });
+        });
+      }
+    },
+    postMessage: (message, transfer) => worker.postMessage(message, transfer),
+    terminate() {
+      terminated = true;
+      worker.terminate();
+    },
+    ref: () => worker.ref(),
+    unref: () => worker.unref(),
+  };
+}
+
 /**
  * Loads a translation or captioning model from a URL (fetched with progress, SHA-256 check and the Cache API), a file path in
  * Node, or its GGUF bytes. See index.d.ts for the options and the returned model.
  */
 export async function loadModel(source, options = {}) {
-  if (options === null || typeof options !== 'object') throw new Error('attnlab: loadModel() options must be an object');
-  const canUseWorker = !isNode && typeof Worker === 'function';
-  const useWorker = options.useWorker ?? canUseWorker;
-  if (useWorker && !canUseWorker) throw new Error('attnlab: Web Workers are not available here; pass useWorker: false');
+  try {
+    return await loadModelOrThrow(source, options);
+  } catch (error) {
+    throw loadError(error, options?.signal);
+  }
+}
+
+function checkLoadOptions(options) {
+  const badOptions = (message) => new AttnlabError(ERROR_CODES.BAD_OPTIONS, message);
+  if (options === null || typeof options !== 'object') throw badOptions('attnlab: loadModel() options must be an object');
+  checkSignal(options.signal, 'loadModel');
+  if (options.sha256 !== undefined && !(typeof options.sha256 === 'string' && /^[0-9a-fA-F]{64}$/.test(options.sha256))) {
+    throw badOptions('attnlab: sha256 for the model is not 64 hex digits');
+  }
+  if (options.useWorker !== undefined && typeof options.useWorker !== 'boolean') {
+    throw badOptions('attnlab: useWorker must be true or false');
+  }
+}
+
+async function loadModelOrThrow(source, options) {
+  checkLoadOptions(options);
+  // Node has worker_threads, but runs in this thread unless asked: no thread to start, and a script that never
+  // disposes its model still exits (index.d.ts LoadOptions.useWorker).
+  const canUseWorker = isNode || typeof Worker === 'function';
+  const useWorker = options.useWorker ?? (!isNode && canUseWorker);
+  if (useWorker && !canUseWorker) {
+    throw new AttnlabError(ERROR_CODES.BAD_OPTIONS, 'attnlab: Web Workers are not available here; pass useWorker: false');
+  }
 
   if (isModelName(source)) {  // a name from a models/manifest.json (models.mjs), loaded with its size and SHA-256
     const { url, sha256, bytes } = await resolveModelName(source, options);
     source = url;
     options = { ...options, sha256, bytes };
   }
-  const { bytes, fromCache, transferable } = await fetchModelBytes(source, options);
-  if (options.signal?.aborted) throw new Error('attnlab: loading the model was aborted');
-  if (useWorker) await wasmBytes();  // first, so a failed engine download leaves no worker behind
-  const worker = useWorker ? await startEngineWorker() : null;
-  if (!worker) {
+  const { bytes, fromCache } = await fetchModelBytes(source, options);
+  throwIfAborted(options.signal, 'loading the model');
+  if (useWorker && !isNode) await wasmBytes();  // first, so a failed engine download leaves no worker behind
+  const first = !useWorker ? null : isNode ? await startNodeWorker() : await startEngineWorker();
+  if (!first) {
     const wasmBinary = isNode ? undefined : await wasmBytes();
     return new DirectModel(await createEngineModel(bytes, { wasmBinary }), fromCache);
   }
-  const wasmBinary = (await wasmBytes()).slice();  // each worker gets its own copy
-  const payload = transferable ? bytes : bytes.slice();
-  const model = new WorkerModel(worker);
+  let spawned = false;
+  const spawn = async () => {
+    if (!spawned) {
+      spawned = true;
+      return first;
+    }
+    return isNode ? startNodeWorker() : startEngineWorker();
+  };
+  // Each worker gets its own copies of the weights and the wasm (transferred); `bytes` stays here for a restart.
+  const loadArgs = async () => {
+    const payload = bytes.slice();
+    const wasmBinary = isNode ? undefined : (await wasmBytes()).slice();
+    return { args: { bytes: payload, wasmBinary, wasmPaths: absoluteWasmPaths() },
+             transfer: wasmBinary ? [payload.buffer, wasmBinary.buffer] : [payload.buffer] };
+  };
+  const model = new WorkerModel(spawn, loadArgs);
   try {
-    ({ info: model.info, limits: model.limits } =
-      await model.call('load', { bytes: payload, wasmBinary, wasmPaths: absoluteWasmPaths() },
-                       [payload.buffer, wasmBinary.buffer]));
+    ({ info: model.info, limits: model.limits } = await model.start());
   } catch (error) {
     model.terminate();
     throw error;
@@ -307,7 +489,7 @@ export async function loadModel(source, options = {}) {
 
 /** Row i of a {rows, cols, data} matrix as a Float32Array view. */
 export function matrixRow(matrix, i) {
-  if (!Number.isInteger(i) || i < 0 || i >= matrix.rows) throw new Error(`attnlab: row ${i} is out of range`);
+  if (!Number.isInteger(i) || i < 0 || i >= matrix.rows) throw new AttnlabError(ERROR_CODES.BAD_INPUT, `attnlab: row ${i} is out of range`);
   return matrix.data.subarray(i * matrix.cols, (i + 1) * matrix.cols);
 }
 
@@ -316,12 +498,13 @@ export function matrixRow(matrix, i) {
  * {rows, cols, data} matrix view (no copy): element (i, j) is how much query position i attends to key j.
  */
 export function attentionHead(tensor, layer, head) {
-  if (!tensor || !(tensor.data instanceof Float32Array)) throw new Error('attnlab: attentionHead() needs an attention tensor');
+  const bad = (message) => new AttnlabError(ERROR_CODES.BAD_INPUT, message);
+  if (!tensor || !(tensor.data instanceof Float32Array)) throw bad('attnlab: attentionHead() needs an attention tensor');
   const { layers, heads, rows, cols } = tensor;
-  if (!Number.isInteger(layer) || layer < 0 || layer >= layers) throw new Error(`attnlab: layer ${layer} is out of range (0 to ${layers - 1})`);
-  if (!Number.isInteger(head) || head < 0 || head >= heads) throw new Error(`attnlab: head ${head} is out of range (0 to ${heads - 1})`);
+  if (!Number.isInteger(layer) || layer < 0 || layer >= layers) throw bad(`attnlab: layer ${layer} is out of range (0 to ${layers - 1})`);
+  if (!Number.isInteger(head) || head < 0 || head >= heads) throw bad(`attnlab: head ${head} is out of range (0 to ${heads - 1})`);
   const size = rows * cols;
   const offset = (layer * heads + head) * size;
-  if (tensor.data.length !== layers * heads * size) throw new Error('attnlab: the attention tensor data does not match its shape');
+  if (tensor.data.length !== layers * heads * size) throw bad('attnlab: the attention tensor data does not match its shape');
   return { rows, cols, data: tensor.data.subarray(offset, offset + size) };
 }

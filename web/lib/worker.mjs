@@ -1,11 +1,14 @@
 // The engine inside a module Web Worker: one model per worker. Messages in: { id, method, args }, methods
 // "load" { bytes, wasmBinary } (-> { info, limits }), "translate" { text, options }, "caption" { image:
 // ImageBitmap | { data, width, height }, options }, "dispose", and the diagnostic "memoryStats" {} (-> { wasmBytes,
-// mallocBytes }, for scripts/soak.mjs). Messages out: { id, result } or { id, error: message }. Requests run one after another in
-// arrival order, so concurrent calls queue.
+// mallocBytes }, for scripts/soak.mjs). Messages out: { id, result } or { id, error: { name, code, message } } (an
+// AttnlabError, rebuilt by errors.mjs's deserializeError). Requests run one after another in arrival order; the
+// module sends the next one only when the last is answered, so an aborted call can stop the worker without losing
+// queued ones. The same protocol runs in a Node worker_threads Worker (node_worker.mjs).
 import { createEngineModel } from './core.mjs';
 import { env } from './engine.mjs';
 import { isImageBitmap, pixelsFromBitmap } from './image.mjs';
+import { serializeError } from './errors.mjs';
 
 let model = null;
 let queue = Promise.resolve();
@@ -52,16 +55,25 @@ function transferablesOf(result) {
     .map((value) => value.data.buffer);
 }
 
-self.addEventListener('message', (event) => {
-  const { id, method, args } = event.data ?? {};
-  queue = queue.then(async () => {
-    try {
-      const handler = methods[method];
-      if (!handler) throw new Error(`attnlab: unknown worker method ${method}`);
-      const result = await handler(args ?? {});
-      self.postMessage({ id, result }, transferablesOf(result));
-    } catch (error) {
-      self.postMessage({ id, error: error?.message ?? String(error) });
-    }
+/**
+ * Answers the protocol above on `port` (a Web Worker's global scope, or node_worker.mjs's parentPort): anything
+ * with addEventListener('message', (event) => event.data) and postMessage(message, transfer).
+ */
+export function serve(port) {
+  port.addEventListener('message', (event) => {
+    const { id, method, args } = event.data ?? {};
+    queue = queue.then(async () => {
+      try {
+        const handler = methods[method];
+        if (!handler) throw new Error(`attnlab: unknown worker method ${method}`);
+        const result = await handler(args ?? {});
+        port.postMessage({ id, result }, transferablesOf(result));
+      } catch (error) {
+        port.postMessage({ id, error: serializeError(error) });
+      }
+    });
   });
-});
+}
+
+// Started as a Web Worker; imported elsewhere (node_worker.mjs) it only provides serve().
+if (typeof WorkerGlobalScope === 'function' && globalThis instanceof WorkerGlobalScope) serve(globalThis);
