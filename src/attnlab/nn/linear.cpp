@@ -21,11 +21,10 @@ std::vector<float>& f16_panel(std::size_t size) {
 
 // x [rows, in] -> y [rows, out] through the f32 GEMM on panels of widened halves: the conversion is paid once
 // per panel, not once per input row.
-void linear_f16_rows(const Linear& layer, const float* x, int rows, float* y) {
-    constexpr int kPanelRows = 64;
-    std::vector<float>& panel = f16_panel(std::size_t(kPanelRows) * layer.in);
-    for (int begin = 0; begin < layer.out; begin += kPanelRows) {
-        const int count = std::min(kPanelRows, layer.out - begin);
+void linear_f16_rows(const Linear& layer, const float* x, int rows, float* y, int panel_rows = 64) {
+    std::vector<float>& panel = f16_panel(std::size_t(panel_rows) * layer.in);
+    for (int begin = 0; begin < layer.out; begin += panel_rows) {
+        const int count = std::min(panel_rows, layer.out - begin);
         kernels::f16_to_f32_n(layer.weight_f16.data() + std::size_t(begin) * layer.in, std::size_t(count) * layer.in,
                               panel.data());
         kernels::gemm_nt(rows, count, layer.in, x, layer.in, panel.data(), layer.in, y + begin, layer.out);
@@ -95,17 +94,26 @@ void linear(const Linear& layer, const float* x, int rows, float* y) {
 }
 
 void linear_batched(const Linear& layer, const float* x, int rows, float* y) {
-    if (rows <= 1 || !layer.quantized()) {
+    if (rows <= 1 || !(layer.quantized() || layer.half())) {
         linear(layer, x, rows, y);
+        return;
+    }
+    if (layer.half()) {
+        // A few rows: panels that stay in L1 (16 KiB of floats), widened once and read by every row.
+        const int panel_rows = std::max(4, 4096 / layer.in / 4 * 4);
+        linear_f16_rows(layer, x, rows, y, panel_rows);
+        if (layer.has_bias())
+            kernels::bias_act(rows, layer.out, y, layer.out, layer.bias.data(), kernels::Activation::none);
         return;
     }
     // linear() would take the float-activation GEMM for several Q8_0 rows, but a hypothesis must see the int8
     // rounding of its batch-1 step. There is no multi-row int8 kernel yet, so the int8 GEMV runs row by row on
-    // chunks of weight rows small enough to stay in L1/L2: each chunk comes from memory once for all rows.
-    // gemv_q8_q8 computes its rows in independent fours, so chunks of a multiple of 4 rows give every output
-    // bit for bit what one call over all rows gives.
+    // chunks of weight rows that stay in L2: each chunk comes from memory once for all rows. Every call quantizes
+    // its row again, so chunks are large (16 KiB chunks made the batched RNN step 7x slower than stepping rows
+    // alone). gemv_q8_q8 computes its rows in independent fours, so chunks of a multiple of 4 rows give every
+    // output bit for bit what one call over all rows gives.
     const std::size_t blocks = std::size_t(layer.in) / kernels::kQ8BlockSize;
-    constexpr std::size_t kChunkBytes = 16 * 1024;
+    constexpr std::size_t kChunkBytes = 128 * 1024;
     const int chunk = static_cast<int>(std::max<std::size_t>(4, kChunkBytes / (blocks * sizeof(kernels::BlockQ8_0)) / 4 * 4));
     const float* scales = packed_q8_scales(layer);
     for (int begin = 0; begin < layer.out; begin += chunk) {
