@@ -28,6 +28,9 @@ make_golden() {
 run_suite "golden files from ../shared/data" make_golden
 run_suite "python" /usr/bin/python3 -m unittest discover -s tests/python -t . -q
 run_suite "native" build/native/attnlab_tests --no-version
+run_suite "native, baseline kernels (SSE2)" bash scripts/test_kernel_target.sh baseline
+run_suite "native, avx2 kernels" bash scripts/test_kernel_target.sh avx2
+run_suite "C++ library (install, find_package and pkg-config, every kernel target)" bash tests/consumer/run.sh
 run_suite "native ASan+UBSan" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   build/asan/attnlab_tests --no-version
 run_suite "wasm (Node)" node build/wasm/attnlab_tests.js --no-version
