@@ -253,6 +253,10 @@ class WorkerModel {
   async #startWorker() {
     const worker = await this.#spawn();
     if (!worker) throw new AttnlabError(ERROR_CODES.LOAD_FAILED, 'attnlab: the engine worker could not be started');
+    if (this.#closed) {  // terminated while the worker started
+      worker.terminate();
+      throw closedError(this.#closed);
+    }
     this.#worker = worker;
     worker.addEventListener('message', (event) => {
       const { id, result, error } = event.data ?? {};
