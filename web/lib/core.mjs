@@ -169,7 +169,8 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
       if (info.task !== 'translate') throw wrongTaskError(info, 'translate');
       const { beam, maxLength, noRepeatNgram } = validateTranslate(text, options, limits);
       try {
-        return model.translate(text, beam, maxLength, noRepeatNgram);
+        // The three-argument form is the engine's default rule, and what an engine built before the option takes.
+        return noRepeatNgram === -1 ? model.translate(text, beam, maxLength) : model.translate(text, beam, maxLength, noRepeatNgram);
       } catch (error) {
         throw engineError(error, ERROR_CODES.BAD_INPUT);
       }
