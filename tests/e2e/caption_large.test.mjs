@@ -29,8 +29,16 @@ after(async () => {
 });
 
 // The readout the page writes for token 0, from the module's caption.
+// The page shows first the word whose attention is most concentrated (lowest entropy, the earlier word on a tie).
+function shownFirst(caption) {
+  const entropy = (i) => matrixRow(caption.attention, i).reduce((h, w) => (w > 0 ? h - w * Math.log2(w) : h), 0);
+  let sharpest = 0;
+  for (let i = 1; i < caption.tokens.length; ++i) if (entropy(i) < entropy(sharpest) - 1e-9) sharpest = i;
+  return sharpest;
+}
+
 function expectedReadout(caption) {
-  const weights = matrixRow(caption.attention, 0);
+  const weights = matrixRow(caption.attention, shownFirst(caption));
   let best = 0;
   for (let k = 1; k < weights.length; ++k) if (weights[k] > weights[best]) best = k;
   const row = Math.floor(best / caption.gridWidth) + 1;

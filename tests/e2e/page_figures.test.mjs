@@ -351,6 +351,12 @@ for (const viewport of WIDTHS) {
     assert.equal(await again.getByTestId('sa-focus').inputValue(), '1');
     await again.close();
 
+    // Two sentences run as one input: the tab says so.
+    await page.fill('#sa-input', 'A dog runs. A cat sleeps.');
+    await page.click('#sa-run');
+    await page.locator('#sa-notices:not([hidden])').waitFor({ timeout: 30_000 });
+    assert.match(await page.locator('#sa-notices').textContent(), /These are 2 sentences, run as one input/);
+
     // Score functions: one error next to the box for an empty input; a conclusion; heatmaps inside their cards.
     await page.getByRole('tab', { name: 'Score functions' }).click();
     await page.fill('#compare-input', '');

@@ -13,7 +13,7 @@ import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { renderSamples as renderSampleChips } from '/app/widgets/samples.mjs';
 import { enableTab, watchPanel } from '/app/widgets/tablist.mjs';
 import { canvasToPng, escapeXml, exportBar, hideTip, legend, matrixRows, showTip, weightLines } from '/app/widgets/figure.mjs';
-import { clipInput, noticesFor } from '/app/widgets/text.mjs';
+import { clipInput, noticesFor, splitSentences } from '/app/widgets/text.mjs';
 import { publish, restoreFor } from '/app/share.mjs';
 
 // The first two samples are the long-range ones: a pronoun ("she", "her") refers back to a noun words earlier.
@@ -184,6 +184,11 @@ async function run() {
     output.textContent = t.text;
     output.lang = entry.tgt;
     const notes = noticesFor(t);
+    const sentences = splitSentences(byId('sa-input').value, entry.src).length;
+    if (sentences > 1) {
+      notes.unshift(`These are ${sentences} sentences, run as one input, so the heads attend across them; the models ` +
+                    'learned from single sentences (the Translate tab translates a paragraph one sentence at a time).');
+    }
     byId('sa-notices').replaceChildren(...notes.map((text) => el('p', { className: 'notice', text })));
     byId('sa-notices').hidden = notes.length === 0;
     selectKind(view.kind);
