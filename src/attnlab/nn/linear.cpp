@@ -107,23 +107,14 @@ void linear_batched(const Linear& layer, const float* x, int rows, float* y) {
         return;
     }
     // linear() would take the float-activation GEMM for several Q8_0 rows, but a hypothesis must see the int8
-    // rounding of its batch-1 step. There is no multi-row int8 kernel yet, so the int8 GEMV runs row by row on
-    // chunks of weight rows that stay in L2: each chunk comes from memory once for all rows. Every call quantizes
-    // its row again, so chunks are large (16 KiB chunks made the batched RNN step 7x slower than stepping rows
-    // alone). gemv_q8_q8 computes its rows in independent fours, so chunks of a multiple of 4 rows give every
-    // output bit for bit what one call over all rows gives.
-    const std::size_t blocks = std::size_t(layer.in) / kernels::kQ8BlockSize;
-    constexpr std::size_t kChunkBytes = 128 * 1024;
-    const int chunk = static_cast<int>(std::max<std::size_t>(4, kChunkBytes / (blocks * sizeof(kernels::BlockQ8_0)) / 4 * 4));
+    // rounding of its batch-1 step. There is no multi-row int8 kernel yet, so each row runs the int8 GEMV over the
+    // whole matrix, exactly its batch-1 product. Splitting the matrix into cache-sized chunks (read from memory
+    // once for all rows) measured slower: every call quantizes its row again, and the batched beam-4 RNN q8_0
+    // step ran at 0.15x (16 KiB chunks) and 0.61-0.82x (128 KiB) of the one-by-one speed.
     const float* scales = packed_q8_scales(layer);
-    for (int begin = 0; begin < layer.out; begin += chunk) {
-        const int count = std::min(chunk, layer.out - begin);
-        const kernels::BlockQ8_0* weights = layer.weight_q8.data() + std::size_t(begin) * blocks;
-        const float* chunk_scales = scales ? scales + std::size_t(begin / 4) * blocks * 4 : nullptr;
-        for (int r = 0; r < rows; ++r)
-            kernels::gemv_q8_q8(count, layer.in, weights, x + std::size_t(r) * layer.in,
-                                y + std::size_t(r) * layer.out + begin, false, chunk_scales);
-    }
+    for (int r = 0; r < rows; ++r)
+        kernels::gemv_q8_q8(layer.out, layer.in, layer.weight_q8.data(), x + std::size_t(r) * layer.in,
+                            y + std::size_t(r) * layer.out, false, scales);
     if (layer.has_bias())
         kernels::bias_act(rows, layer.out, y, layer.out, layer.bias.data(), kernels::Activation::none);
 }
