@@ -395,7 +395,9 @@ class WorkerModel {
 async function startNodeWorker() {
   const { Worker } = await importNodeBuiltin('worker_threads');
   const script = 'node_worker.mjs';  // a variable, so that no browser bundler emits the Node-only file
-  const worker = new Worker(new URL(script, import.meta.url), { name: 'attnlab-engine' });
+  // The caller's Node flags, less --input-type (for -e/stdin scripts only: a worker file refuses it).
+  const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
+  const worker = new Worker(new URL(script, import.meta.url), { name: 'attnlab-engine', execArgv });
   let terminated = false;
   return {
     addEventListener(type, listener) {
