@@ -1,5 +1,6 @@
 #include "attnlab/image/decode.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -45,10 +46,67 @@ struct Decoded {
     std::string error;
 };
 
+// stb_image (Debian's 2022-09 snapshot) does not bound a DHT table's symbol count, and a table of more than 256
+// symbols overruns its arrays; the JPEG spec allows at most 256, so such a file is refused here, before stb reads it.
+// Walks every marker segment, and through entropy-coded data to the next marker (progressive files define tables
+// between scans). Returns false for an oversized table; anything else malformed is left for stb to report.
+bool jpeg_tables_fit(const uint8_t* bytes, std::size_t size) {
+    if (size < 2 || bytes[0] != 0xFF || bytes[1] != 0xD8) return true;
+    std::size_t pos = 2;
+    while (pos + 4 <= size) {
+        if (bytes[pos] != 0xFF) {  // entropy-coded data: skip to a marker that is not a stuffed 0xFF00 or RSTn
+            ++pos;
+            continue;
+        }
+        const uint8_t marker = bytes[pos + 1];
+        if (marker == 0xFF || marker == 0x00 || (marker >= 0xD0 && marker <= 0xD7) || marker == 0x01) {
+            pos += marker == 0xFF ? 1 : 2;
+            continue;
+        }
+        if (marker == 0xD9) return true;
+        const std::size_t length = std::size_t(bytes[pos + 2]) << 8 | bytes[pos + 3];
+        const std::size_t end = std::min(size, pos + 2 + length);
+        if (marker == 0xC4) {
+            for (std::size_t at = pos + 4; at + 17 <= end;) {
+                std::size_t symbols = 0;
+                for (int i = 1; i <= 16; ++i) symbols += bytes[at + i];
+                if (symbols > 256) return false;
+                at += 17 + symbols;
+            }
+        }
+        pos = pos + 2 + std::max<std::size_t>(length, 2);
+    }
+    return true;
+}
+
+// stb_image grows its buffer to an IDAT chunk's declared length before reading it, so a few bytes claiming a
+// 1 GB chunk allocate 1 GB; a chunk longer than the rest of the file is refused here instead.
+bool png_chunks_fit(const uint8_t* bytes, std::size_t size) {
+    static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+    if (size < 8 || std::memcmp(bytes, kSignature, 8) != 0) return true;
+    std::size_t pos = 8;
+    while (pos + 8 <= size) {
+        const std::size_t length = std::size_t(bytes[pos]) << 24 | std::size_t(bytes[pos + 1]) << 16 |
+                                   std::size_t(bytes[pos + 2]) << 8 | bytes[pos + 3];
+        if (length > size - pos - 8) return false;
+        if (std::memcmp(bytes + pos + 4, "IEND", 4) == 0) return true;
+        pos += 12 + length;  // length, type, data, CRC
+    }
+    return true;
+}
+
 Decoded decode(const uint8_t* bytes, std::size_t size) {
     Decoded out;
     if (size == 0) {
         out.error = "unknown image type (no bytes)";
+        return out;
+    }
+    if (!png_chunks_fit(bytes, size)) {
+        out.error = "corrupt PNG (a chunk longer than the file)";
+        return out;
+    }
+    if (!jpeg_tables_fit(bytes, size)) {
+        out.error = "corrupt JPEG (a Huffman table of more than 256 symbols)";
         return out;
     }
     if (size > std::size_t(INT_MAX)) {
