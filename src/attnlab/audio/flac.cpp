@@ -2,6 +2,7 @@
 // are checked against the bits their subframe declares, so corrupt predictors cannot overflow the int64 maths.
 #include "attnlab/audio/flac.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <fstream>
@@ -24,7 +25,7 @@ public:
 
     // n = 0..64 bits, most significant first.
     uint64_t bits(int n) {
-        check(n <= 64 && uint64_t(n) <= bits_left(), "FLAC: truncated frame");
+        if (n > 64 || uint64_t(n) > bits_left()) fail("FLAC: truncated frame");
         uint64_t v = 0;
         while (n > 0) {
             const int in_byte = 8 - int(bit_ & 7);
@@ -47,7 +48,7 @@ public:
     uint64_t unary(uint64_t limit) {
         uint64_t zeros = 0;
         for (;;) {
-            check(bit_ < uint64_t(size_) * 8, "FLAC: truncated frame");
+            if (bit_ >= uint64_t(size_) * 8) fail("FLAC: truncated frame");
             // Whole zero bytes at once: long runs are legal in escape-free partitions of silence.
             if ((bit_ & 7) == 0 && data_[bit_ >> 3] == 0) {
                 zeros += 8;
@@ -59,7 +60,7 @@ public:
                 ++zeros;
                 ++bit_;
             }
-            check(zeros <= limit, "FLAC: corrupt residual (a Rice quotient over " + std::to_string(limit) + ")");
+            if (zeros > limit) fail("FLAC: corrupt residual (a Rice quotient over " + std::to_string(limit) + ")");
         }
     }
     void align() { bit_ = (bit_ + 7) & ~uint64_t(7); }
@@ -208,8 +209,8 @@ FrameHeader parse_frame_header(BitReader& r, const uint8_t* frame_start, const S
 // Refuses a sample outside `bits` signed bits, which only corrupt data produces.
 void check_range(int64_t v, int bits) {
     const int64_t limit = int64_t(1) << (bits - 1);
-    check(v >= -limit && v < limit, "FLAC: a decoded sample does not fit its " + std::to_string(bits) +
-                                        " bits (corrupt data)");
+    if (v < -limit || v >= limit)
+        fail("FLAC: a decoded sample does not fit its " + std::to_string(bits) + " bits (corrupt data)");
 }
 
 // The residual of samples [order, n) into out[order..n).
@@ -309,7 +310,9 @@ Audio parse_flac(const uint8_t* data, std::size_t size, std::size_t max_samples)
     audio.sample_rate = info.sample_rate;
     audio.channels = info.channels;
     audio.encoding = "flac" + std::to_string(info.bits);
-    audio.samples.reserve(std::size_t(info.total_samples));
+    // STREAMINFO's count is only a claim: a few header bytes must not reserve hundreds of MiB.
+    constexpr uint64_t kMaxReserve = uint64_t(1) << 20;
+    audio.samples.reserve(std::size_t(std::min(info.total_samples * uint64_t(info.channels), kMaxReserve)));
     std::array<std::vector<int64_t>, kMaxChannels> channel;
     while (pos < size) {
         // An ID3v1 tag may close the file.
