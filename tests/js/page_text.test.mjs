@@ -48,4 +48,9 @@ test('noticesFor lists the warnings (strings or { code, message }) and the lengt
   assert.equal(notes[1], 'Sentence 2: emoji as bytes');
   assert.match(notes[2], /^Sentence 2 stopped at the maximum length \(22 tokens\)/);
   assert.deepEqual(noticesFor({ sourceTokens: tokens(8), targetTokens: tokens(5) }), []);
+  // What the engine returns for a length stop: one notice, not its warning and the page's own as well.
+  const engineShaped = noticesFor({ sourceTokens: tokens(8), targetTokens: tokens(22), stopReason: 'maxLength',
+                                    warnings: [{ code: 'MAX_LENGTH', message: 'the translation stopped at the maximum length' }] });
+  assert.equal(engineShaped.length, 1);
+  assert.match(engineShaped[0], /^The translation stopped at the maximum length \(22 tokens\)/);
 });

@@ -137,7 +137,7 @@ test('bad input: each refused with its own message, and the model keeps working'
   }
   const aborted = new AbortController();
   aborted.abort();
-  await assert.rejects(model.transcribe(speech, { signal: aborted.signal }), (e) => e.code === 'ATTNLAB_ABORTED' && /aborted/.test(e.message));
+  await assert.rejects(model.transcribe(speech, { signal: aborted.signal }), (e) => e.code === 'ATTNLAB_ABORTED' && e.name === 'AbortError' && /^attnlab: .*aborted/.test(e.message));
   const refused = await model.transcribe(new Uint8Array(0)).catch((e) => e);
   assert.equal(refused.code, 'ATTNLAB_BAD_INPUT');
   const ok = await model.transcribe(speech);

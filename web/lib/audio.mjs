@@ -10,15 +10,14 @@
 // non-finite audio, and rates outside 8..48 kHz, each with its own message.
 
 import { loadEngine } from './engine.mjs';
+import { AttnlabError } from './errors.mjs';
 
 const isNode = typeof process === 'object' && typeof process.versions === 'object' && !!process.versions.node;
 const KINDS = 'a Float32Array (with options.sampleRate), an AudioBuffer, or a Blob, ArrayBuffer or Uint8Array of a WAV or FLAC file';
 
-/** An Error with the module's prefix and a code (ATTNLAB_BAD_INPUT, ATTNLAB_BAD_OPTIONS, ATTNLAB_ABORTED). */
+/** The module's AttnlabError (ATTNLAB_BAD_INPUT, ATTNLAB_BAD_OPTIONS, or ATTNLAB_ABORTED as an AbortError). */
 export function audioError(message, code = 'ATTNLAB_BAD_INPUT') {
-  const error = new Error(`attnlab: ${message}`);
-  error.code = code;
-  return error;
+  return new AttnlabError(code, message);
 }
 
 /** True when the bytes start like a RIFF/WAVE file or a FLAC stream (after an optional ID3v2 tag). */

@@ -193,7 +193,7 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
     },
     // prepared: audio.mjs prepareAudio()'s { bytes } or { samples, sampleRate }
     transcribe(prepared, options) {
-      if (info.task !== 'transcribe') throw new Error(wrongTask(info, 'transcribe'));
+      if (info.task !== 'transcribe') throw wrongTaskError(info, 'transcribe');
       const { beam } = validateTranscribeOptions(options, limits);
       try {
         return speech.transcribe(prepared, { beam });

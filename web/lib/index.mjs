@@ -197,14 +197,14 @@ class DirectModel {
       if (this.info.task !== 'transcribe') throw wrongTaskError(this.info, 'transcribe');
       prepared = prepareAudio(input, validateTranscribeOptions(options, this.limits));
     } catch (error) {
-      return Promise.reject(error);
+      return rejectWith(error);
     }
     prepared.catch(() => {});  // rejected before its turn: reported by the queued call, not as unhandled
     return this.#queue.run(async () => {
       const audio = await prepared;
       checkAborted(options.signal);
       return this.#core.transcribe(audio, options);
-    });
+    }, { signal: options?.signal, what: 'the transcription' }).catch((error) => { throw callError(error); });
   }
   /** Diagnostic, not API: { wasmBytes, mallocBytes } of the engine (scripts/soak.mjs watches them for leaks). */
   _memoryStats() {
@@ -361,13 +361,14 @@ class WorkerModel {
       checked = validateTranscribeOptions(options, this.limits);
       prepared = prepareAudio(input, checked);
     } catch (error) {
-      return Promise.reject(error);
+      return rejectWith(error);
     }
     prepared.catch(() => {});
     const sent = this.#audioTail.then(async () => {
       const audio = await prepared;
       checkAborted(checked.signal);
-      return this.call('transcribe', { audio, options: { beam: checked.beam } }, transferablesOfAudio(audio));
+      return this.call('transcribe', { audio, options: { beam: checked.beam } }, transferablesOfAudio(audio),
+                       { signal: checked.signal, what: 'the transcription' });
     });
     this.#audioTail = sent.catch(() => {});
     return sent;
@@ -394,10 +395,13 @@ class WorkerModel {
 // A Node worker_threads Worker running node_worker.mjs, with the Web Worker's event interface WorkerModel uses.
 async function startNodeWorker() {
   const { Worker } = await importNodeBuiltin('worker_threads');
-  const script = 'node_worker.mjs';  // a variable, so that no browser bundler emits the Node-only file
+  // Neither the file name nor the base is a literal inside new URL(), so no browser bundler emits (or warns about)
+  // the Node-only file.
+  const script = 'node_worker.mjs';
+  const here = import.meta.url;
   // The caller's Node flags, less --input-type (for -e/stdin scripts only: a worker file refuses it).
   const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
-  const worker = new Worker(new URL(script, import.meta.url), { name: 'attnlab-engine', execArgv });
+  const worker = new Worker(new URL(script, here), { name: 'attnlab-engine', execArgv });
   let terminated = false;
   return {
     addEventListener(type, listener) {

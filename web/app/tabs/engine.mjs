@@ -92,7 +92,7 @@ export function setupEngine({ loaded = () => [] } = {}) {
     const names = globalThis.caches ? await caches.keys() : [];
     await Promise.all(names.map((name) => caches.delete(name)));
     byId('engine-cache-status').textContent = `Cleared ${names.length} store${names.length === 1 ? '' : 's'}: ` +
-      'models are downloaded again the next time a tab needs them.';
+      'models, the engine and the page\'s offline copy are downloaded again the next time they are needed.';
     await listCache();
   });
 

@@ -437,12 +437,15 @@ function stopRecording(note = '') {
   byId('sp-level').hidden = true;
   byId('sp-level').value = 0;
   byId('sp-record-time').textContent = note;
-  const length = recording.chunks.reduce((n, c) => n + c.length, 0);
-  const samples = new Float32Array(length);
+  // The timer stops a recording only after the limit has passed, so its last chunk is cut to the limit.
+  const recorded = recording.chunks.reduce((n, c) => n + c.length, 0);
+  const samples = new Float32Array(Math.min(recorded, Math.floor(MAX_RECORD_SECONDS * sampleRate)));
   let at = 0;
   for (const chunk of recording.chunks) {
-    samples.set(chunk, at);
-    at += chunk.length;
+    if (at >= samples.length) break;
+    const part = chunk.subarray(0, samples.length - at);
+    samples.set(part, at);
+    at += part.length;
   }
   transcribe(samples, { samples, sampleRate });
 }

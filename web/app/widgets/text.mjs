@@ -49,6 +49,7 @@ export function stoppedAtMaxLength(result) {
 export function noticesFor(result, { what = 'The translation' } = {}) {
   const notes = [];
   for (const warning of Array.isArray(result.warnings) ? result.warnings : []) {
+    if (warning?.code === 'MAX_LENGTH') continue;   // said once, with the token count, below
     const text = typeof warning === 'string' ? warning : warning?.message ?? warning?.code;
     if (text) notes.push(`${what}: ${text}`);
   }
