@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Exports the speech recognizer's checkpoint (attnlab.train.speech) to the two shipped files, checks their size and
 # their parity with PyTorch, and scores both through the engine on every dev set (the numbers of models/speech-las.md):
-#   bash models/ship_speech.sh [CHECKPOINT] [BEAM]   default /work/ckpt/speech-las/best.pt, beam 4
+#   bash models/ship_speech.sh [CHECKPOINT] [BEAM]   default $ATTNLAB_CKPT/speech-las/best.pt (ATTNLAB_CKPT: /work/ckpt, as in train_queue.sh), beam 4
 # writes models/weights/speech-las.{f16,q8_0}.gguf and appends attnlab.eval.speech's JSON lines to
-# build/eval/speech-las.jsonl. Needs the native CLI (npm run build); the manifest entries are speech-las (q8_0) and
-# speech-las-f16: run node scripts/make_manifest.mjs after a re-export.
+# build/eval/speech-las.jsonl and refreshes the manifest entries speech-las (q8_0) and speech-las-f16. Needs the
+# native CLI (npm run build).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PYTHONPATH="$PWD/python"   # the attnlab package
 export OPENBLAS_NUM_THREADS=1
-checkpoint=${1:-/work/ckpt/speech-las/best.pt}
+ckpt=${ATTNLAB_CKPT:-/work/ckpt}
+checkpoint=${1:-$ckpt/speech-las/best.pt}
 beam=${2:-4}
 python=/usr/bin/python3
 max_bytes=$((25 * 1000 * 1000))
@@ -25,5 +26,5 @@ node scripts/make_manifest.mjs
 $python -m unittest tests.python.test_shipped_speech -q
 for dtype in f16 q8_0; do
   $python -m attnlab.eval.speech --model "models/weights/speech-las.$dtype.gguf" --beam "$beam" \
-    --synth "${ATTNLAB_SYNTH:-/work/ckpt/speech/synth}" | tee -a build/eval/speech-las.jsonl
+    --synth "${ATTNLAB_SYNTH:-$ckpt/speech/synth}" | tee -a build/eval/speech-las.jsonl
 done

@@ -1,5 +1,5 @@
 // The kernel targets (kernels.hpp, kernels/dispatch.cpp): which are compiled, which one runs, and that ATTNLAB_CPU
-// picks it. The suite itself is what checks each target's numbers: scripts/test_install.sh runs it once per target
+// picks it. The suite itself is what checks each target's numbers: scripts/test.sh runs it once per target (scripts/test_kernel_target.sh)
 // the CPU runs (ATTNLAB_CPU=baseline, avx2, avx512).
 #include <doctest/doctest.h>
 

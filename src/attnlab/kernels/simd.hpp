@@ -43,7 +43,7 @@ inline float hmax(const Vec& v) {
 
 // The first n (< kWidth) floats of p, the other lanes zero; never touches p[n..].
 // kWidth IEEE halves -> floats, exactly. One instruction per vector with F16C natively; wasm has no half
-// conversion, and the integer bit arithmetic below costs more than the bytes it saves (kernels::kKeepF16Weights).
+// conversion, and the integer bit arithmetic below costs more than the bytes it saves (kernels::keep_f16_weights()).
 inline Vec load_f16(const uint16_t* p) {
 #if !defined(__wasm_simd128__) && defined(__AVX512F__)
     static_assert(kWidth == 16, "xsimd picks 16-float vectors with AVX-512");
