@@ -448,6 +448,11 @@ function checkLoadOptions(options) {
   }
 }
 
+async function isFile(path) {
+  const { stat } = await importNodeBuiltin('fs/promises');
+  return stat(path).then((info) => info.isFile(), () => false);
+}
+
 async function loadModelOrThrow(source, options) {
   checkLoadOptions(options);
   // Node has worker_threads, but runs in this thread unless asked: no thread to start, and a script that never
@@ -458,7 +463,9 @@ async function loadModelOrThrow(source, options) {
     throw new AttnlabError(ERROR_CODES.BAD_OPTIONS, 'attnlab: Web Workers are not available here; pass useWorker: false');
   }
 
-  if (isModelName(source)) {  // a name from a models/manifest.json (models.mjs), loaded with its size and SHA-256
+  // A name from a models/manifest.json (models.mjs), loaded with its size and SHA-256; in Node an existing file of
+  // that name (a path without a dot or a slash) stays a path, as it was before names.
+  if (isModelName(source) && !(isNode && await isFile(source))) {
     const { url, sha256, bytes } = await resolveModelName(source, options);
     source = url;
     options = { ...options, sha256, bytes };
