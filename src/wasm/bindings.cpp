@@ -14,34 +14,12 @@
 
 #include "attnlab/attnlab.hpp"
 #include "attnlab/error.hpp"
+#include "guarded.hpp"
 
 using namespace emscripten;
+using attnlab::wasm::guarded;
 
 namespace {
-
-[[noreturn]] void throw_js(const std::string& message, const char* code) {
-    val error = val::global("Error").new_("attnlab: " + message);
-    error.set("code", std::string(code));
-    error.throw_();
-    __builtin_unreachable();
-}
-
-// `fallback`: the kind of an error that has none of its own (attnlab::Model's rule: a model file while loading,
-// the input during a call).
-template <typename F>
-auto guarded(attnlab::ErrorKind fallback, F&& body) -> decltype(body()) {
-    try {
-        return body();
-    } catch (const attnlab::Error& e) {
-        throw_js(e.what(), attnlab::error_code(e.kind(), fallback));
-    } catch (const std::bad_alloc&) {
-        throw_js("the engine ran out of memory", "ATTNLAB_INTERNAL");
-    } catch (const std::exception& e) {
-        throw_js(e.what(), "ATTNLAB_INTERNAL");
-    } catch (...) {
-        throw_js("unknown engine error", "ATTNLAB_INTERNAL");
-    }
-}
 
 // Diagnostic (scripts/soak.mjs): malloc's bytes in use and the wasm memory size. The memory only grows, in big
 // steps, so a slow leak shows in the first long before the second.

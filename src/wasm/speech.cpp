@@ -1,7 +1,7 @@
 // The embind front end of speech recognition (web/lib/audio.mjs and core.mjs are its callers): a SpeechModel
 // from GGUF bytes, transcribing samples or the bytes of a WAV/FLAC file, and decodeAudio for WAV/FLAC bytes.
-// Errors reach JS as Errors whose message starts with "attnlab: ", coded ATTNLAB_BAD_INPUT for what the engine
-// refuses (attnlab::Error) and ATTNLAB_INTERNAL otherwise (as web/lib/errors.mjs names them).
+// Errors reach JS through guarded.hpp: an attnlab::Error keeps its own kind's code, one without a kind is
+// ATTNLAB_BAD_INPUT, anything else ATTNLAB_INTERNAL.
 #include <emscripten/bind.h>
 
 #include <cstdint>
@@ -14,32 +14,12 @@
 #include "attnlab/audio/flac.hpp"
 #include "attnlab/audio/resample.hpp"
 #include "attnlab/error.hpp"
+#include "guarded.hpp"
 
 using namespace emscripten;
+using attnlab::wasm::guarded;
 
 namespace {
-
-[[noreturn]] void throw_js(const std::string& message, const char* code) {
-    val error = val::global("Error").new_("attnlab: " + message);
-    error.set("code", std::string(code));
-    error.throw_();
-    __builtin_unreachable();
-}
-
-template <typename F>
-auto guarded_speech(F&& body) -> decltype(body()) {
-    try {
-        return body();
-    } catch (const attnlab::Error& e) {
-        throw_js(e.what(), "ATTNLAB_BAD_INPUT");
-    } catch (const std::bad_alloc&) {
-        throw_js("the engine ran out of memory", "ATTNLAB_INTERNAL");
-    } catch (const std::exception& e) {
-        throw_js(e.what(), "ATTNLAB_INTERNAL");
-    } catch (...) {
-        throw_js("unknown engine error", "ATTNLAB_INTERNAL");
-    }
-}
 
 // A Uint8Array's bytes (or a Float32Array's floats) copied into wasm memory in one set().
 template <typename T>
@@ -94,7 +74,7 @@ val transcription_js(const attnlab::Transcription& t) {
 class JsSpeechModel {
 public:
     explicit JsSpeechModel(const val& bytes) {
-        guarded_speech([&] {
+        guarded(attnlab::ErrorKind::input, [&] {
             model_ = attnlab::Model::from_bytes(copy_in<uint8_t>(bytes, "Uint8Array", "the model bytes"));
             attnlab::check(model_.task() == "transcribe",
                            "this model (" + model_.architecture() + ") cannot transcribe speech");
@@ -104,7 +84,7 @@ public:
 
     // samples: a Float32Array of mono samples in [-1, 1] at sample_rate.
     val transcribe(const val& samples, int sample_rate, int beam) const {
-        return guarded_speech([&] {
+        return guarded(attnlab::ErrorKind::input, [&] {
             const std::vector<float> x = copy_in<float>(samples, "Float32Array", "the samples");
             attnlab::TranscribeOptions options;
             options.beam = beam;
@@ -114,7 +94,7 @@ public:
 
     // bytes: a Uint8Array holding a WAV or FLAC file.
     val transcribe_file(const val& bytes, int beam) const {
-        return guarded_speech([&] {
+        return guarded(attnlab::ErrorKind::input, [&] {
             const std::vector<uint8_t> file = copy_in<uint8_t>(bytes, "Uint8Array", "the audio file bytes");
             attnlab::TranscribeOptions options;
             options.beam = beam;
@@ -128,7 +108,7 @@ private:
 
 // WAV or FLAC bytes -> { samples: Float32Array (mono), sampleRate, channels, encoding }.
 val decode_audio_js(const val& bytes) {
-    return guarded_speech([&] {
+    return guarded(attnlab::ErrorKind::input, [&] {
         const std::vector<uint8_t> file = copy_in<uint8_t>(bytes, "Uint8Array", "the audio file bytes");
         const attnlab::audio::Audio audio = attnlab::audio::parse_audio(file.data(), file.size());
         val out = val::object();

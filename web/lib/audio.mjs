@@ -9,10 +9,9 @@
 // The engine then refuses empty, too short (under 4 feature frames, ~50 ms), too long (over its maxSeconds) and
 // non-finite audio, and rates outside 8..48 kHz, each with its own message.
 
-import { loadEngine } from './engine.mjs';
+import { isNode, loadEngine } from './engine.mjs';
 import { AttnlabError } from './errors.mjs';
 
-const isNode = typeof process === 'object' && typeof process.versions === 'object' && !!process.versions.node;
 const KINDS = 'a Float32Array (with options.sampleRate), an AudioBuffer, or a Blob, ArrayBuffer or Uint8Array of a WAV or FLAC file';
 
 /** The module's AttnlabError (ATTNLAB_BAD_INPUT, ATTNLAB_BAD_OPTIONS, or ATTNLAB_ABORTED as an AbortError). */

@@ -8,7 +8,7 @@
 // worker_threads Worker with useWorker: true. Either way every method returns a promise, calls on one model run one
 // at a time in call order, an AbortSignal cancels a call, and every error is a rejected promise with an AttnlabError
 // (errors.mjs: a stable `code` and a message starting with "attnlab: ").
-import { absoluteWasmPaths, callEngine, env, importNodeBuiltin, loadEngine as loadEngineModule, startEngineWorker, wasmUrl } from './engine.mjs';
+import { absoluteWasmPaths, callEngine, env, importNodeBuiltin, isNode, loadEngine as loadEngineModule, startEngineWorker, wasmUrl } from './engine.mjs';
 import { asBytes, createEngineModel, validateCaptionOptions, validateTranslate, wrongTaskError } from './core.mjs';
 import { AttnlabError, ERROR_CODES, abortError, checkSignal, deserializeError, throwIfAborted, toAttnlabError } from './errors.mjs';
 import { checkBitmap, isImageBitmap, toPixels } from './image.mjs';
@@ -20,7 +20,6 @@ export { sha256Hex, CACHE_NAME, env };
 export { AttnlabError, ERROR_CODES } from './errors.mjs';
 export { decodeAudio } from './audio.mjs';
 
-const isNode = typeof process === 'object' && typeof process.versions === 'object' && !!process.versions.node;
 
 /**
  * { version, simd, wasm, limits }: which engine build is running (in this realm), and the limits it enforces on
