@@ -15,11 +15,12 @@ def pad_batch(seqs):
     return out, lens
 
 
-def make_batches(src_ids, tgt_ids, max_tokens, seed):
-    """Length-bucketed batches: sort by (noisy) length so padding is small, then shuffle the batches.
+def make_batches(src_ids, tgt_ids, max_tokens, seed, pairs=None):
+    """Length-bucketed batches of the indices `pairs` (default: every pair once; an index listed twice is trained
+    twice): sort by (noisy) length so padding is small, then shuffle the batches.
     Deterministic in `seed`, so a resumed epoch can skip the batches it already did."""
     rng = random.Random(seed)
-    order = sorted(range(len(src_ids)),
+    order = sorted(range(len(src_ids)) if pairs is None else pairs,
                    key=lambda i: (len(src_ids[i]) + rng.random() * 2, len(tgt_ids[i]) + rng.random() * 2))
     batches, cur, cur_max = [], [], 0
     for i in order:

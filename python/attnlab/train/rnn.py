@@ -19,8 +19,9 @@ from attnlab.eval.search import translate_lines
 from attnlab.nn import seq2seq_rnn
 from attnlab.nn.seq2seq_rnn import SCORES, Config, Seq2SeqRNN, count_parameters
 from attnlab.train.loop import restore_training
-from attnlab.train.translator import (add_run_options, add_training_options, log_resumed, new_training_state,
-                                      set_learning_rate, start_training, train_translator, translation_meta)
+from attnlab.train.translator import (add_run_options, add_training_options, initial_weights, log_resumed,
+                                      new_training_state, set_learning_rate, start_training, train_translator,
+                                      translation_meta)
 
 
 def translate(model, sp_src, sp_tgt, lines, **options):
@@ -51,8 +52,9 @@ def main(argv=None):
     log, (paths, sp_src, sp_tgt, src_ids, tgt_ids, val_src, val_ref), ck = start_training(args)
     n_tgt_tokens = sum(len(t) - 1 for t in tgt_ids)
 
-    if ck is not None:
-        cfg = Config(**ck["config"])
+    init = initial_weights(args, paths, log) if ck is None else None
+    if ck is not None or init is not None:
+        cfg = Config(**(ck if ck is not None else init)["config"])
     else:
         cfg = Config(src_vocab=sp_src.vocab_size(), tgt_vocab=sp_tgt.vocab_size(), emb=args.emb,
                      enc_hidden=args.enc_hidden, dec_hidden=args.dec_hidden, attn_dim=args.attn_dim,
@@ -61,6 +63,8 @@ def main(argv=None):
     model = Seq2SeqRNN(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     state = new_training_state(lr=args.lr)
+    if init is not None:
+        model.load_state_dict(init["model"])
     if ck is not None:
         restore_training(ck, model, opt)
         state.update(ck["state"])

@@ -13,6 +13,8 @@ Recipe: label smoothing 0.1; Adam(0.9, 0.98, eps 1e-9); learning rate warm-up th
     lr(step) = peak_lr * min(step / warmup, sqrt(warmup / step));
 token-bucketed batches (similar lengths together, at most --max-tokens padded tokens per side); gradient
 clipping at 1.0; dropout 0.3 (the data set is small: 29k pairs).
+Fine-tuning: --init CKPT starts from CKPT's weights and configuration (its dropout too) with a fresh optimizer and
+schedule (give it a lower --lr and a short --warmup); --multi30k-repeat / --broad-share set the epoch's data mix.
 Why 2048-token batches and an 800-step warm-up: on CPU an epoch costs ~7 minutes per core whatever the batch, so
 what matters is progress per epoch; ~310 updates per epoch (4096 gives 155) and a warm-up of ~2.5 epochs (1000
 steps at 4096 took 6.5 epochs) reach a given loss in fewer epochs.
@@ -29,8 +31,8 @@ from attnlab.eval.search import translate_lines
 from attnlab.nn import transformer
 from attnlab.nn.transformer import Config, Transformer, count_parameters
 from attnlab.train.loop import restore_training
-from attnlab.train.translator import (add_run_options, add_training_options, log_resumed, new_training_state,
-                                      start_training, train_translator, translation_meta)
+from attnlab.train.translator import (add_run_options, add_training_options, initial_weights, log_resumed,
+                                      new_training_state, start_training, train_translator, translation_meta)
 
 PAIRS = ("en-de", "de-en")
 
@@ -67,8 +69,9 @@ def main(argv=None):
     args = parse_args(argv)
     log, (paths, sp_src, sp_tgt, src_ids, tgt_ids, val_src, val_ref), ck = start_training(args)
 
-    if ck is not None:
-        cfg = Config(**ck["config"])
+    init = initial_weights(args, paths, log) if ck is None else None
+    if ck is not None or init is not None:
+        cfg = Config(**(ck if ck is not None else init)["config"])
     else:
         cfg = Config(src_vocab=sp_src.vocab_size(), tgt_vocab=sp_tgt.vocab_size(), d_model=args.d_model,
                      heads=args.heads, enc_layers=args.enc_layers, dec_layers=args.dec_layers, ff=args.ff,
@@ -77,6 +80,8 @@ def main(argv=None):
     model = Transformer(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
     state = new_training_state()
+    if init is not None:
+        model.load_state_dict(init["model"])
     if ck is not None:
         restore_training(ck, model, opt)
         state.update(ck["state"])

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.data.batching import make_batches, pad_batch
+from attnlab.data.mix import check_mix, epoch_pairs, multi30k_flags
 from attnlab.data.pairs import encode_training_pairs, load_tokenizers, pair_paths, read_split
 from attnlab.nn.decoding import PAD_ID
 from attnlab.paths import ROOT
@@ -34,6 +35,12 @@ def add_training_options(p, max_tokens, max_len, epochs, patience, log_every):
                    "multi30k; broad = Tatoeba + Multi30k)")
     p.add_argument("--keep-epochs", type=int, default=5,
                    help="keep the model of the last N epochs as OUT/epoch-<n>.pt (attnlab.train.average)")
+    p.add_argument("--init", help="fine-tune: start from this checkpoint's weights (its configuration, a fresh "
+                   "optimizer and schedule); ignored once OUT/last.pt exists, which resumes as always")
+    p.add_argument("--multi30k-repeat", type=int, default=1,
+                   help="--corpus broad: train each Multi30k pair this many times per epoch (attnlab.data.mix)")
+    p.add_argument("--broad-share", type=float, default=1.0,
+                   help="--corpus broad: train this share of the other pairs per epoch, a new sample each epoch")
 
 
 def add_run_options(p):
@@ -43,9 +50,41 @@ def add_run_options(p):
     p.add_argument("--data-root", default=ROOT, help="repository root holding build/data and models/tokenizers")
 
 
+def uses_mix(args):
+    return getattr(args, "multi30k_repeat", 1) != 1 or getattr(args, "broad_share", 1.0) != 1.0
+
+
+def check_training_options(args):
+    """Refuses flag combinations that cannot train, before any data is read."""
+    if uses_mix(args):
+        if args.corpus != "broad":
+            raise SystemExit("--multi30k-repeat and --broad-share mix the broad corpus: they need --corpus broad")
+        try:
+            check_mix(args.multi30k_repeat, args.broad_share)
+        except ValueError as e:
+            raise SystemExit(str(e))
+    if getattr(args, "init", None) and not os.path.exists(args.init):
+        raise SystemExit(f"--init {args.init}: no such checkpoint")
+
+
+def initial_weights(args, paths, log):
+    """The checkpoint named by --init (weights, configuration), checked to be a translator of the same pair and
+    tokenizers; None without --init. Only a fresh run uses it: a resumed one continues from OUT/last.pt."""
+    if not getattr(args, "init", None):
+        return None
+    ck = torch.load(args.init, map_location="cpu")
+    meta = ck.get("meta", {})
+    if (meta.get("pair"), meta.get("corpus")) != (args.pair, paths["corpus"]):
+        raise SystemExit(f"--init {args.init} is a {meta.get('pair')} model on {meta.get('corpus')}'s tokenizers, "
+                         f"not {args.pair} on {paths['corpus']}'s")
+    log(f"weights from {args.init} (epoch {ck.get('state', {}).get('epoch')}); fresh optimizer and schedule")
+    return ck
+
+
 def start_training(args):
     """Threads, OUT, OUT/train.log, the data, and OUT/last.pt to resume from (None on a fresh run)
     -> (log, (paths, sp_src, sp_tgt, src_ids, tgt_ids, val_src, val_ref), checkpoint or None)."""
+    check_training_options(args)
     torch.set_num_threads(args.threads)
     keep_freed_memory()
     os.makedirs(args.out, exist_ok=True)
@@ -118,8 +157,18 @@ class TranslatorFamily(Family):
         self.decays_on_plateau = step_learning_rate is None
         self.last_path, self.best_path = os.path.join(args.out, "last.pt"), os.path.join(args.out, "best.pt")
         self.max_steps = getattr(args, "max_steps", 0)
+        self.is_multi30k = self.multi30k_flags() if uses_mix(args) else None
         self.state = None
         self.clock = None
+
+    def multi30k_flags(self):
+        paths = pair_paths(self.args.pair, self.args.data_root, self.args.corpus, data_corpus="multi30k")
+        src, tgt = read_split(paths, "train")
+        flags = multi30k_flags(self.src_ids, self.tgt_ids,
+                               *encode_training_pairs(self.sp_src, self.sp_tgt, src, tgt, self.args.max_len))
+        self.log(f"mix: {sum(flags)} Multi30k pairs x {self.args.multi30k_repeat}, "
+                 f"{self.args.broad_share:g} of {len(flags) - sum(flags)} others per epoch")
+        return flags
 
     def start(self, state):
         self.state = state
@@ -142,7 +191,11 @@ class TranslatorFamily(Family):
     def epoch_batches(self, state):
         self.win_loss = self.win_tokens = 0.0
         self.win_start = time.time()
-        return make_batches(self.src_ids, self.tgt_ids, self.args.max_tokens, self.args.seed + state["epoch"])
+        seed = self.args.seed + state["epoch"]
+        pairs = None
+        if self.is_multi30k is not None:
+            pairs = epoch_pairs(self.is_multi30k, self.args.multi30k_repeat, self.args.broad_share, f"mix {seed}")
+        return make_batches(self.src_ids, self.tgt_ids, self.args.max_tokens, seed, pairs)
 
     def batch_loss(self, batch, state):
         src, src_len = pad_batch([self.src_ids[i] for i in batch])
