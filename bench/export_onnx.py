@@ -19,6 +19,22 @@ were used, the sizes, BOS/EOS ids). Batch 1, no padding, so there are no masks. 
 
 The equations are attnlab.nn.seq2seq_rnn's and attnlab.nn.transformer's; the wrappers below only drop the masks and
 the packing (batch 1) and make the Transformer's position an input instead of a Python int.
+
+The paragraph benchmark's beam graphs (beam search over beams x sentences, bench/paragraph_harness.mjs) step
+R = N x K rows at once, K rows per live sentence (N of them, source positions padded to the longest, `mask` True
+on real positions). The state of the previous step (P rows) is reordered inside the graph by the back-pointers
+(`parents` [R], a Gather), and the graph ends in the beam's first cut: for row r the `k` best values of
+log_softmax(logits_r) + beam_log_probability[r] with their tokens (TopK; k an input, so the harness can ask for as
+many more as the n-gram rule may ban in a row):
+
+  rnn.beam_decoder: token [R], parents [R], state [P,H], memory [N,S,2E], keys [N,S,*], mask bool [N,S],
+                    beam_log_probability [R], k int64 [1] -> top_values [R,k], top_tokens int64 [R,k], next_state [R,H]
+  transformer.beam_encoder: source_ids int64 [N,S] (PAD-padded) -> cross_k, cross_v [L,N,heads,S,hd]
+  transformer.beam_decoder: token [R], position int64 [1] (= t, the same for every row), parents [R],
+                    past_k, past_v [L,P,heads,t,hd], cross_k, cross_v [L,N,heads,S,hd], mask bool [N,S],
+                    beam_log_probability [R], k -> top_values, top_tokens, present_k, present_v [L,R,heads,t+1,hd]
+(the RNN's encoder stays rnn.encoder, one sentence at a time: a padded batch would run its backward GRU over the
+padding.) bench/quantize_onnx.py rewrites any of these graphs to dynamic int8.
 """
 import argparse
 import json
@@ -133,6 +149,114 @@ class TransformerDecoderStep(nn.Module):
         return m.logits(g), torch.stack(present_k), torch.stack(present_v)
 
 
+# ---- beams x sentences (the paragraph benchmark) -----------------------------------------------------------
+def first_cut(logits, beam_log_probability, k):
+    """logits [R,V] -> the k best of log_softmax + the row's beam log p, per row (values, tokens)."""
+    scores = torch.log_softmax(logits, dim=-1) + beam_log_probability.unsqueeze(1)
+    return torch.topk(scores, k, dim=-1)
+
+
+class RnnBeamDecoder(nn.Module):
+    def __init__(self, model, k):
+        super().__init__()
+        self.m, self.k = model, k
+
+    def forward(self, token, parents, state, memory, keys, mask, beam_log_probability):
+        m = self.m
+        n = memory.size(0)
+        s_prev = state.index_select(0, parents)                                 # [R,H]
+        rows = s_prev.size(0)
+        y_emb = m.tgt_embed(token)                                              # [R,emb]
+        # K rows per sentence: the query-dependent part [N,K,1,A] against the sentence's keys [N,1,S,A]
+        q = m.attn.W_q(s_prev).reshape(n, -1, 1, keys.size(-1))
+        scores = m.attn.v(torch.tanh(keys.unsqueeze(1) + q)).squeeze(-1)      # [N,K,S]
+        scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        context = (weights @ memory).reshape(rows, -1)                          # [R,2E]
+        s = m.decoder(torch.cat([y_emb, context], dim=-1), s_prev)
+        values, tokens = first_cut(m.output_logits(s, context, y_emb), beam_log_probability, self.k)
+        return values, tokens, s
+
+
+class TransformerBeamEncoder(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.m = model
+
+    def forward(self, source_ids):
+        """source_ids [N,S] PAD-padded -> cross_k, cross_v [L,N,heads,S,hd]."""
+        memory, _, _ = self.m.encode(source_ids)
+        ks, vs = [], []
+        for layer in self.m.decoder.layers:
+            k, v = project_kv_rows(layer.cross_attn, memory)
+            ks.append(k)
+            vs.append(v)
+        return torch.stack(ks), torch.stack(vs)
+
+
+def project_kv_rows(mha, x):
+    """x [B,N,d] -> keys, values [B,heads,N,hd] with the batch size traced as dynamic."""
+    _, (wk, bk), (wv, bv) = _split_in_proj(mha)
+    d, heads = mha.embed_dim, mha.num_heads
+    k = F.linear(x, wk, bk).reshape(x.size(0), -1, heads, d // heads).transpose(1, 2)
+    v = F.linear(x, wv, bv).reshape(x.size(0), -1, heads, d // heads).transpose(1, 2)
+    return k, v
+
+
+class TransformerBeamDecoder(nn.Module):
+    def __init__(self, model, k):
+        super().__init__()
+        self.m, self.k = model, k
+
+    def forward(self, token, position, parents, past_k, past_v, cross_k, cross_v, mask, beam_log_probability):
+        m = self.m
+        d, heads = m.cfg.d_model, m.cfg.heads
+        hd = d // heads
+        n = cross_k.size(1)
+        past_k = past_k.index_select(1, parents)
+        past_v = past_v.index_select(1, parents)
+        g = m.tgt_embed(token) * math.sqrt(d) + m.pe.index_select(0, position)    # [R,d]
+        rows = g.size(0)
+        key_bias = torch.zeros(mask.shape, dtype=g.dtype).masked_fill(~mask, float("-inf"))[:, None, None, :]
+        present_k, present_v = [], []
+        for l, layer in enumerate(m.decoder.layers):
+            x = layer.norm1(g)
+            nk, nv = project_kv_rows(layer.self_attn, x.unsqueeze(1))          # [R,heads,1,hd]
+            k = torch.cat([past_k[l], nk], 2)
+            v = torch.cat([past_v[l], nv], 2)
+            (wq, bq), _, _ = _split_in_proj(layer.self_attn)
+            q = F.linear(x, wq, bq).reshape(rows, heads, 1, hd)
+            a = ((q / math.sqrt(hd)) @ k.transpose(-1, -2)).softmax(-1) @ v      # [R,heads,1,hd]
+            g = g + layer.self_attn.out_proj(a.reshape(rows, d))
+            # cross-attention: the K rows of a sentence against its keys, [N,heads,K,hd] x [N,heads,hd,S]
+            x = layer.norm2(g)
+            (wq, bq), _, _ = _split_in_proj(layer.cross_attn)
+            q = F.linear(x, wq, bq).reshape(n, -1, heads, hd).transpose(1, 2)
+            w = ((q / math.sqrt(hd)) @ cross_k[l].transpose(-1, -2) + key_bias).softmax(-1)
+            a = (w @ cross_v[l]).transpose(1, 2).reshape(rows, d)
+            g = g + layer.cross_attn.out_proj(a)
+            g = g + layer.ffn(layer.norm3(g))
+            present_k.append(k)
+            present_v.append(v)
+        values, tokens = first_cut(m.logits(g), beam_log_probability, self.k)
+        return values, tokens, torch.stack(present_k), torch.stack(present_v)
+
+
+def make_k_an_input(path, k_name="k"):
+    """torch traces topk's k as a constant; the harness needs it per step (2K plus the row's banned tokens), so the
+    TopK node's K becomes the graph input `k` (int64 [1])."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph_model = onnx.load(path)
+    graph = graph_model.graph
+    topk = [n for n in graph.node if n.op_type == "TopK"]
+    assert len(topk) == 1, f"{path}: expected one TopK, found {len(topk)}"
+    topk[0].input[1] = k_name
+    graph.input.append(helper.make_tensor_value_info(k_name, TensorProto.INT64, [1]))
+    onnx.checker.check_model(graph_model)
+    onnx.save(graph_model, path)
+
+
 # ---- export --------------------------------------------------------------------------------------------------
 def export_graph(module, args, path, input_names, output_names, dynamic_axes):
     torch.onnx.export(module, args, path, input_names=input_names, output_names=output_names,
@@ -165,6 +289,7 @@ def export_rnn(gguf_path, out_dir):
     export_graph(decoder, (torch.tensor([2]), s0, memory, keys), os.path.join(out_dir, "rnn.decoder.onnx"),
                  ["token", "state", "memory", "keys"], ["logits", "next_state"],
                  {"memory": {1: "S"}, "keys": {1: "S"}})
+    export_rnn_beam(model, memory, keys, s0, out_dir)
     info = describe(gguf_path, "rnn", {"config": cfg.to_dict(), "state_size": cfg.dec_hidden})
     with open(os.path.join(out_dir, "rnn.json"), "w") as f:
         json.dump(info, f, indent=1)
@@ -190,11 +315,62 @@ def export_transformer(gguf_path, out_dir):
                  ["logits", "present_k", "present_v"],
                  {"past_k": {3: "t"}, "past_v": {3: "t"}, "cross_k": {3: "S"}, "cross_v": {3: "S"},
                   "present_k": {3: "t1"}, "present_v": {3: "t1"}})
+    export_transformer_beam(model, out_dir)
     info = describe(gguf_path, "transformer", {"config": cfg.to_dict(), "layers": L, "heads": heads,
                                                "head_size": hd, "max_positions": cfg.max_positions})
     with open(os.path.join(out_dir, "transformer.json"), "w") as f:
         json.dump(info, f, indent=1)
     return info
+
+
+BEAM_EXAMPLE_K = 4  # the traced example's rows per sentence; every size is dynamic in the graphs
+
+
+def export_rnn_beam(model, memory, keys, s0, out_dir):
+    assert model.attn.score == "additive", "rnn.beam_decoder is written for additive attention"
+    n, k = 2, BEAM_EXAMPLE_K
+    rows = n * k
+    memory, keys = memory.expand(n, -1, -1).contiguous(), keys.expand(n, -1, -1).contiguous()
+    mask = torch.ones(n, memory.size(1), dtype=torch.bool)
+    mask[1, -2:] = False
+    path = os.path.join(out_dir, "rnn.beam_decoder.onnx")
+    export_graph(RnnBeamDecoder(model, 2 * k),
+                 (torch.full((rows,), 2), torch.zeros(rows, dtype=torch.long), s0, memory, keys, mask,
+                  torch.zeros(rows)),
+                 path, ["token", "parents", "state", "memory", "keys", "mask", "beam_log_probability"],
+                 ["top_values", "top_tokens", "next_state"],
+                 {"token": {0: "R"}, "parents": {0: "R"}, "state": {0: "P"}, "memory": {0: "N", 1: "S"},
+                  "keys": {0: "N", 1: "S"}, "mask": {0: "N", 1: "S"}, "beam_log_probability": {0: "R"},
+                  "top_values": {0: "R", 1: "k"}, "top_tokens": {0: "R", 1: "k"}, "next_state": {0: "R"}})
+    make_k_an_input(path)
+
+
+def export_transformer_beam(model, out_dir):
+    cfg = model.cfg
+    L, heads, hd = cfg.dec_layers, cfg.heads, cfg.d_model // cfg.heads
+    n, k, S, t = 2, BEAM_EXAMPLE_K, 7, 3
+    rows = n * k
+    src = torch.randint(4, cfg.src_vocab, (n, S))
+    src[1, -2:] = 0
+    encoder = TransformerBeamEncoder(model)
+    with torch.no_grad():
+        cross_k, cross_v = encoder(src)
+    export_graph(encoder, (src,), os.path.join(out_dir, "transformer.beam_encoder.onnx"), ["source_ids"],
+                 ["cross_k", "cross_v"], {"source_ids": {0: "N", 1: "S"}, "cross_k": {1: "N", 3: "S"},
+                                          "cross_v": {1: "N", 3: "S"}})
+    past = torch.randn(L, rows, heads, t, hd)
+    path = os.path.join(out_dir, "transformer.beam_decoder.onnx")
+    export_graph(TransformerBeamDecoder(model, 2 * k),
+                 (torch.full((rows,), 5), torch.tensor([t]), torch.arange(rows), past, past.clone(), cross_k, cross_v,
+                  src != 0, torch.zeros(rows)),
+                 path, ["token", "position", "parents", "past_k", "past_v", "cross_k", "cross_v", "mask",
+                        "beam_log_probability"],
+                 ["top_values", "top_tokens", "present_k", "present_v"],
+                 {"token": {0: "R"}, "parents": {0: "R"}, "past_k": {1: "P", 3: "t"}, "past_v": {1: "P", 3: "t"},
+                  "cross_k": {1: "N", 3: "S"}, "cross_v": {1: "N", 3: "S"}, "mask": {0: "N", 1: "S"},
+                  "beam_log_probability": {0: "R"}, "top_values": {0: "R", 1: "k"}, "top_tokens": {0: "R", 1: "k"},
+                  "present_k": {1: "R", 3: "t1"}, "present_v": {1: "R", 3: "t1"}})
+    make_k_an_input(path)
 
 
 def main(argv=None):
