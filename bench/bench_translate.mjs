@@ -3,10 +3,20 @@
 //   attnlab wasm (web/dist, through the npm module)  vs  onnxruntime-web (wasm backend, SIMD, 1 thread)
 //       in Node and in headless Chromium, greedy, batch 1, the same sentences and the same source ids;
 //   attnlab native (build/native/bench_translate)    vs  PyTorch CPU eager (bench/bench_pytorch.py, 1 thread)
-//       on the same source ids and the same GGUF weights.
+//       on the same source ids and the same GGUF weights;
+//   the paragraph benchmark (issue 20, headless Chromium): Multi30k test2016 in 8-sentence paragraphs, beam 4,
+//       each engine at its best: attnlab f32 and q8_0 (batched sentences when the module takes an array), ORT
+//       f32 and dynamic int8 (bench/quantize_onnx.py) with its decoder batched over beams x sentences
+//       (bench/paragraph_harness.mjs), ORT at 1 and 2 threads (one page each: its thread pool is fixed per page,
+//       and every page also runs attnlab's configurations, so each ratio is interleaved within one page);
+//       words/s, time to a whole paragraph, and each engine's BLEU (bench/paragraph_bleu.py).
 //
-//   PYTHONPATH=python node bench/bench_translate.mjs [--quick] [--sentences N] [--rnn F16.gguf] [--rnn-q8 Q8.gguf]
-//                                                    [--transformer FILE.gguf] [--no-browser]
+//   PYTHONPATH=python node bench/bench_translate.mjs [--quick] [--sentences N] [--paragraphs N] [--rnn F16.gguf]
+//       [--rnn-q8 Q8.gguf] [--transformer F16.gguf] [--transformer-q8 Q8.gguf] [--attnlab-threaded JSON]
+//       [--no-browser] [--paragraphs-only]
+// (--attnlab-threaded: the loadModel options that select attnlab's threaded build, e.g. '{"threads":2}'; without
+// it the paragraph benchmark runs attnlab's single-thread build only and threads_speedup is null; --paragraphs-only
+// runs the paragraph benchmark alone.)
 // (its Python imports the attnlab package from python/; bench/run.sh sets PYTHONPATH for every benchmark)
 //
 // Builds nothing (bench/run.sh builds first). Exports the ONNX graphs (bench/export_onnx.py -> build/bench/)
@@ -15,7 +25,10 @@
 // sentence; where they do not, that comparison's ratio is void (null in the JSON).
 // The LAST line is one JSON object: wasm_vs_ort_rnn, wasm_vs_ort_transformer (ORT ÷ attnlab time per generated
 // token; > 1 = attnlab faster), native_vs_pytorch_rnn, native_vs_pytorch_transformer (PyTorch ÷ native),
-// q8_vs_f16_per_token (f16 ÷ q8 per token, wasm), wasm_bytes, first_result_ms, and the details.
+// q8_vs_f16_per_token (f16 ÷ q8 per token, wasm), wasm_bytes, first_result_ms, paragraph_vs_ort_rnn,
+// paragraph_vs_ort_transformer (attnlab ÷ ORT words/s, Chromium, each at its best), encoder_vs_ort_rnn,
+// encoder_vs_ort_transformer (ORT ÷ attnlab encoder time, batch 1, same f32 weights, Chromium), threads_speedup,
+// beam4_batched_speedup, cpu, and the details.
 import { execFileSync } from 'node:child_process';
 import { createReadStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -29,8 +42,10 @@ const benchDir = path.join(root, 'build', 'bench');
 const PYTHON = '/usr/bin/python3';
 
 function parseArgs(argv) {
-  const args = { quick: false, browser: true, sentences: 0, rnn: 'models/weights/bahdanau-en-de.f16.gguf',
-                 rnnQ8: 'models/weights/bahdanau-en-de.q8_0.gguf', transformer: 'models/weights/transformer-en-de.f16.gguf' };
+  const args = { quick: false, browser: true, sentences: 0, paragraphs: 0, attnlabThreaded: null,
+                 rnn: 'models/weights/bahdanau-en-de.f16.gguf', rnnQ8: 'models/weights/bahdanau-en-de.q8_0.gguf',
+                 transformer: 'models/weights/transformer-en-de.f16.gguf',
+                 transformerQ8: 'models/weights/transformer-en-de.q8_0.gguf' };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
@@ -43,13 +58,23 @@ function parseArgs(argv) {
     else if (a === '--rnn') args.rnn = value();
     else if (a === '--rnn-q8') args.rnnQ8 = value();
     else if (a === '--transformer') args.transformer = value();
+    else if (a === '--transformer-q8') args.transformerQ8 = value();
+    else if (a === '--paragraphs') args.paragraphs = Number(value());
+    else if (a === '--paragraphs-only') args.paragraphsOnly = true;
+    else if (a === '--attnlab-threaded') args.attnlabThreaded = JSON.parse(value());
     else if (a === '--child') args.child = value();
     else if (a === '--job') args.job = value();
     else throw new Error(`bench_translate: unknown option ${a}`);
   }
   if (!args.sentences) args.sentences = args.quick ? 50 : 200;
+  // Timed paragraphs of 8 sentences (one more runs first as the warm-up).
+  if (!args.paragraphs) args.paragraphs = args.quick ? PARAGRAPHS_QUICK : PARAGRAPHS_FULL;
   return args;
 }
+
+const PARAGRAPH_SENTENCES = 8;
+const PARAGRAPHS_QUICK = 6;
+const PARAGRAPHS_FULL = 40;
 
 const abs = (p) => path.resolve(root, p);
 const rel = (p) => path.relative(root, abs(p));
@@ -122,11 +147,11 @@ const MIME = { '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/jav
                '.wasm': 'application/wasm' };
 const SERVED = ['bench/', 'web/lib/', 'web/dist/', 'node_modules/onnxruntime-web/dist/'];
 
-function startServer(files, config) {
+function startServer(files, config, page = 'bench/translate_page.html') {
   const server = createServer((req, res) => {
     const url = new URL(req.url, 'http://localhost');
     let file = null;
-    if (url.pathname === '/') file = path.join(root, 'bench/translate_page.html');
+    if (url.pathname === '/') file = path.join(root, page);
     else if (url.pathname === '/config.json') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(config));
@@ -164,14 +189,18 @@ async function browserBench(models, sentences) {
     }
     config.models.push(entry);
   }
-  const server = await startServer(files, config);
+  return runPage(files, config, 'bench/translate_page.html');
+}
+
+async function runPage(files, config, pagePath) {
+  const server = await startServer(files, config, pagePath);
   const browser = await launchChromium();
   try {
     const page = await browser.newPage();
     const errors = [];
     page.on('pageerror', (error) => errors.push(error.message));
     await page.goto(`http://localhost:${server.address().port}/`);
-    await page.waitForFunction(() => window.benchResult !== undefined, null, { timeout: 480_000, polling: 500 });
+    await page.waitForFunction(() => window.benchResult !== undefined, null, { timeout: 900_000, polling: 500 });
     const result = await page.evaluate(() => window.benchResult);
     if (result.error) throw new Error(`browser benchmark: ${result.error}`);
     result.browser = browser.version();
@@ -180,6 +209,43 @@ async function browserBench(models, sentences) {
     await browser.close();
     server.closeAllConnections();
     server.close();
+  }
+}
+
+// The paragraph benchmark in one page: ORT at `ortThreads`, attnlab in every build of `attnlabBuilds`.
+async function paragraphPage(models, paragraphs, ortThreads, attnlabBuilds) {
+  const files = {};
+  const config = { paragraphs, ortThreads, attnlabBuilds, models: [] };
+  for (const m of models) {
+    files[`${m.kind}.gguf`] = abs(m.gguf);
+    files[`${m.kind}.q8.gguf`] = abs(m.q8);
+    const entry = { kind: m.kind, gguf: `/files/${m.kind}.gguf`, q8: `/files/${m.kind}.q8.gguf`, info: m.info, ort: {} };
+    for (const [precision, suffix] of [['f32', ''], ['int8', '.int8']]) {
+      const graphs = {};
+      for (const [role, graph] of Object.entries(BEAM_GRAPHS[m.kind])) {
+        const name = `${graph}${suffix}.onnx`;
+        files[name] = path.join(benchDir, name);
+        graphs[role] = `/files/${name}`;
+      }
+      entry.ort[precision] = graphs;
+    }
+    config.models.push(entry);
+  }
+  return runPage(files, config, 'bench/paragraph_page.html');
+}
+
+const BEAM_GRAPHS = { rnn: { encoder: 'rnn.encoder', decoder: 'rnn.beam_decoder' },
+                      transformer: { encoder: 'transformer.beam_encoder', decoder: 'transformer.beam_decoder' } };
+
+// "model name (L1d …, L2 …, L3 …)" from lscpu, as every benchmark prints it.
+function cpuDescription() {
+  try {
+    const fields = Object.fromEntries(execFileSync('lscpu', { encoding: 'utf8' }).split('\n')
+      .map((line) => line.split(/:\s+/)).filter((kv) => kv.length === 2).map(([k, v]) => [k.trim(), v.trim()]));
+    const caches = ['L1d', 'L2', 'L3'].map((c) => fields[`${c} cache`] && `${c} ${fields[`${c} cache`]}`).filter(Boolean);
+    return `${fields['Model name'] ?? os.cpus()[0]?.model}${caches.length ? ` (${caches.join(', ')})` : ''}`;
+  } catch {
+    return null;
   }
 }
 
@@ -225,6 +291,128 @@ function compareTargets(a, b) {
   return { count, examples };
 }
 
+// The paragraph benchmark's tables, BLEU and headline keys.
+function reportParagraphs(result, pages, models, references, paragraphCount) {
+  const timedReferences = references.slice(PARAGRAPH_SENTENCES, paragraphCount * PARAGRAPH_SENTENCES);
+  for (const m of models) {
+    result[`paragraph_vs_ort_${m.kind}`] = null;
+  }
+  result.threads_speedup = null;
+  if (!Object.keys(pages).length) {
+    result.paragraph_reason = 'not run: --no-browser';
+    result.threads_speedup_reason = 'not run: --no-browser';
+    return;
+  }
+  // BLEU of every engine of every page, one Python call.
+  const job = { references: timedReferences, models: {} };
+  for (const m of models) {
+    const engines = {};
+    for (const [page, r] of Object.entries(pages))
+      for (const [name, out] of Object.entries(r.models[m.kind].outputs)) engines[`${page}/${name}`] = out;
+    job.models[m.kind] = { gguf: abs(m.gguf), engines };
+  }
+  const jobFile = path.join(benchDir, 'paragraph_bleu_job.json');
+  writeFileSync(jobFile, JSON.stringify(job));
+  const bleu = JSON.parse(execFileSync(PYTHON, ['bench/paragraph_bleu.py'], { cwd: root, encoding: 'utf8',
+                                                                           input: readFileSync(jobFile) }).trim());
+  const paragraphsTimed = paragraphCount - 1;
+  result.paragraphs = { timed: paragraphsTimed, sentences_each: PARAGRAPH_SENTENCES, beam: 4, bleu_sentences: timedReferences.length,
+                        pages: {} };
+  for (const m of models) {
+    console.log(`\n${m.kind.toUpperCase()} paragraphs in Chromium: test2016, ${paragraphsTimed} paragraphs of ${PARAGRAPH_SENTENCES} ` +
+                `sentences after a warm-up one, beam 4, engines interleaved paragraph by paragraph; BLEU 13a (detokenized, ` +
+                `cased) on the ${timedReferences.length} sentences; one page per ORT thread count`);
+    const header = ['page / engine', 'words/s', 'paragraph ms', 'BLEU', 'how'];
+    const widths = [28, 9, 13, 7, 0];
+    const line = (cells) => cells.map((c, i) => (i === 0 || i === 4 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join(' ');
+    console.log(line(header));
+    let bestOrt = null;
+    for (const [page, r] of Object.entries(pages)) {
+      const engines = r.models[m.kind].engines;
+      for (const [name, e] of Object.entries(engines)) {
+        const b = bleu[m.kind][`${page}/${name}`];
+        e.bleu_13a = b.bleu_13a;
+        console.log(line([`${page} ${name}`, fmt(e.words_per_s, 0), fmt(e.paragraph_ms_median, 0), fmt(b.bleu_13a, 2), e.api]));
+        if (name.startsWith('ort') && (!bestOrt || e.words_per_s > bestOrt.engine.words_per_s)) bestOrt = { page, name, engine: e };
+      }
+      result.paragraphs.pages[page] = { cross_origin_isolated: r.crossOriginIsolated, ort_threads: r.ortThreads, seconds: r.seconds };
+    }
+    // attnlab's best in the page where ORT was at its best, so the ratio is of engines interleaved in one page.
+    const pageEngines = pages[bestOrt.page].models[m.kind].engines;
+    const bestAttnlab = Object.entries(pageEngines).filter(([name]) => name.startsWith('attnlab'))
+      .reduce((a, b) => (b[1].words_per_s > a[1].words_per_s ? b : a));
+    const ratioValue = ratio(bestAttnlab[1].words_per_s, bestOrt.engine.words_per_s);
+    const differs = Object.values(bleu[m.kind]).reduce((n, b) => n + (b.detokenization_differs ?? 0), 0);
+    if (differs) console.log(`  (the detokenizer ORT's ids go through differs from attnlab's own text on ${differs} sentences)`);
+    const f32Gap = Math.abs(pageEngines.attnlab_f32_t1.bleu_13a - pageEngines[`ort_f32_t${pages[bestOrt.page].ortThreads}`].bleu_13a);
+    console.log(`${m.kind} paragraphs: attnlab at its best (${bestAttnlab[0]}, ${fmt(bestAttnlab[1].words_per_s, 0)} words/s) ÷ ORT at its ` +
+                `best (${bestOrt.page} ${bestOrt.name}, ${fmt(bestOrt.engine.words_per_s, 0)} words/s) = ${fmt(ratioValue)}x; ` +
+                `same f32 weights: BLEU differs by ${fmt(f32Gap, 2)} (${f32Gap <= 0.5 ? 'within' : 'MORE than'} 0.5)`);
+    result[`paragraph_vs_ort_${m.kind}`] = ratioValue;
+    result[`paragraph_${m.kind}`] = { best_attnlab: bestAttnlab[0], best_ort: `${bestOrt.page}/${bestOrt.name}`, f32_bleu_gap: f32Gap,
+                                      attnlab_api: bestAttnlab[1].api,
+                                      pages: Object.fromEntries(Object.entries(pages).map(([page, r]) => [page, r.models[m.kind].engines])) };
+  }
+  const t2 = pages.t2?.models;
+  if (t2 && Object.keys(t2.rnn.engines).some((name) => name.endsWith('_t2') && name.startsWith('attnlab'))) {
+    const speedups = models.map((m) => {
+      const e = t2[m.kind].engines;
+      const best = (suffix) => Math.max(...Object.entries(e).filter(([n]) => n.startsWith('attnlab') && n.endsWith(suffix)).map(([, x]) => x.words_per_s));
+      return ratio(best('_t2'), best('_t1'));
+    });
+    result.threads_speedup = Math.min(...speedups);
+    console.log(`attnlab 2 threads ÷ 1 (paragraphs, words/s, best of f32/q8_0 each): ${models.map((m, i) => `${m.kind} ${fmt(speedups[i])}x`).join(', ')}`);
+  } else {
+    result.threads_speedup_reason = 'no threaded attnlab build selected (bench_translate.mjs --attnlab-threaded LOADOPTIONS_JSON)';
+    console.log(`threads_speedup: null (${result.threads_speedup_reason})`);
+  }
+}
+
+// Where attnlab's per-token time goes (wasm, Node, batch-1 greedy): the engine core's step phases
+// (build/wasm/bench_translate.js --profile) and what the npm API adds on top of the core's step.
+function reportProfile(result, models, node, floors, coreSteps) {
+  for (const m of models) {
+    const profile = floors[m.kind];
+    const core = coreSteps[m.kind];
+    if (!profile || !core) continue;
+    const api = node[m.kind].attnlab.per_token_ms;
+    const phases = Object.entries(profile).filter(([k]) => !['load_ms', 'weight_read_ms', 'weight_bytes'].includes(k));
+    const outside = api - core.per_token_ms;
+    console.log(`\n${m.kind.toUpperCase()} per token, wasm (Node, batch-1 greedy): through the npm API ${fmt(api, 3)} ms = ` +
+                `the engine core's step ${fmt(core.per_token_ms, 3)} ms + ${fmt(outside, 3)} ms outside it (embind copies of ` +
+                `attention, scores and context per token, ${m.kind === 'transformer' ? 'the second decoder pass for every layer\'s attention, ' : ''}` +
+                `the JS result objects)`);
+    console.log(`  core step phases (ms per step, profiled pass): ${phases.map(([k, v]) => `${k} ${fmt(v, 3)}`).join(', ')}; ` +
+                `reading the step's weights once: ${fmt(profile.weight_read_ms, 3)} ms`);
+    result[`profile_${m.kind}`] = { api_per_token_ms: api, core_per_token_ms: core.per_token_ms, outside_core_ms: outside,
+                                    phases: Object.fromEntries(phases), weight_read_ms: profile.weight_read_ms };
+  }
+}
+
+// The paragraph pages (ORT at 1 and at 2 threads); paragraphs: test2016 from its first line, 8 sentences each,
+// paragraph 0 every engine's warm-up.
+async function runParagraphs(args, models, sourceFile, paragraphHarness) {
+  const allSources = readFileSync(sourceFile, 'utf8').split('\n').filter((x) => x.trim());
+  const references = readFileSync(sourceFile.replace(/\.en$/, '.de'), 'utf8').split('\n').filter((x) => x.trim());
+  const paragraphCount = Math.min(args.paragraphs + 1, Math.floor(allSources.length / PARAGRAPH_SENTENCES));
+  const paragraphs = Array.from({ length: paragraphCount }, (_, p) => {
+    const texts = allSources.slice(p * PARAGRAPH_SENTENCES, (p + 1) * PARAGRAPH_SENTENCES);
+    return { texts, words: texts.reduce((n, t) => n + paragraphHarness.wordCount(t), 0) };
+  });
+  const paragraphModels = [{ ...models[0], q8: args.rnnQ8 }, { ...models[1], q8: args.transformerQ8 }];
+  const attnlabBuilds = [{ name: 't1', loadOptions: {} }];
+  if (args.attnlabThreaded) attnlabBuilds.push({ name: 't2', loadOptions: args.attnlabThreaded });
+  const pages = {};
+  if (args.browser) {
+    for (const ortThreads of [1, 2]) {
+      const t0 = Date.now();
+      pages[`t${ortThreads}`] = await paragraphPage(paragraphModels, paragraphs, ortThreads, attnlabBuilds);
+      pages[`t${ortThreads}`].seconds = (Date.now() - t0) / 1000;
+    }
+  }
+  return { pages, models: paragraphModels, references, count: paragraphCount };
+}
+
 // ---- main ------------------------------------------------------------------------------------------------------
 async function main() {
   const args = parseArgs(process.argv.slice(2));
@@ -234,7 +422,7 @@ async function main() {
   const sourceFile = path.join(root, 'build/data/multi30k/test2016.en');
   if (!existsSync(sourceFile)) execFileSync(PYTHON, ['-m', 'attnlab.data.prepare'], { cwd: root, stdio: 'inherit' });
   const sentences = readFileSync(sourceFile, 'utf8').split('\n').filter((s) => s.trim()).slice(0, args.sentences);
-  for (const p of [args.rnn, args.rnnQ8, args.transformer])
+  for (const p of [args.rnn, args.rnnQ8, args.transformer, args.transformerQ8])
     if (!existsSync(abs(p))) throw new Error(`missing model ${p}`);
 
   console.log(`== translation benchmark: ${sentences.length} test2016 sentences, greedy, batch 1` +
@@ -242,6 +430,10 @@ async function main() {
   console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model}), load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   execFileSync(PYTHON, ['-W', 'ignore', 'bench/export_onnx.py', '--rnn', abs(args.rnn), '--transformer', abs(args.transformer),
                         '--out', benchDir], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+  const int8Graphs = [...new Set(Object.values(BEAM_GRAPHS).flatMap((g) => Object.values(g)))];
+  execFileSync(PYTHON, ['bench/quantize_onnx.py', ...int8Graphs.flatMap((g) => [path.join(benchDir, `${g}.onnx`),
+                                                                                 path.join(benchDir, `${g}.int8.onnx`)])],
+               { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
   const info = {
     rnn: JSON.parse(readFileSync(path.join(benchDir, 'rnn.json'), 'utf8')),
     transformer: JSON.parse(readFileSync(path.join(benchDir, 'transformer.json'), 'utf8')),
@@ -254,6 +446,7 @@ async function main() {
   // Node: per model one process with the engines interleaved (timing), then each engine alone in a fresh process
   // (peak memory, cold first result).
   const harness = await import(pathToFileURL(path.join(root, 'bench/translate_harness.mjs')));
+  const paragraphHarness = await import(pathToFileURL(path.join(root, 'bench/paragraph_harness.mjs')));
   const baseline = runChild('baseline', { name: 'baseline' }).peak_rss_mb;
   const node = {};
   const ids = {};
@@ -261,6 +454,14 @@ async function main() {
     { kind: 'rnn', gguf: args.rnn, q8: args.rnnQ8, info: info.rnn },
     { kind: 'transformer', gguf: args.transformer, info: info.transformer },
   ];
+  if (args.paragraphsOnly) {  // the paragraph benchmark alone (a quicker loop while working on it)
+    const run = await runParagraphs(args, models, sourceFile, paragraphHarness);
+    const result = { paragraphs_only: true };
+    reportParagraphs(result, run.pages, run.models, run.references, run.count);
+    result.cpu = cpuDescription();
+    console.log(JSON.stringify(result));
+    return;
+  }
   for (const m of models) {
     const r = runChild('pair', { name: m.kind, model: m.kind, gguf: m.gguf, q8: m.q8, sentences });
     ids[m.kind] = r.attnlab.sentences.map((s) => s.sourceIds);
@@ -295,6 +496,7 @@ async function main() {
   // (as the engine holds them) once per pass at full SIMD width; same bytes as ORT's f32 graph for the f16 models.
   const wasmCore = path.join(root, 'build/wasm/bench_translate.js');
   const floors = {};
+  const wasmCoreSteps = {};
   const wasmBeam4 = {};
   if (existsSync(wasmCore)) {
     for (const m of models) {
@@ -302,6 +504,7 @@ async function main() {
       const core = run(process.execPath, ['--no-liftoff', wasmCore, '--model', abs(m.gguf), '--ids', idsFile,
                                           '--limit', '20', '--profile'], `wasm core ${m.kind}`);
       floors[m.kind] = core.profile;
+      wasmCoreSteps[m.kind] = { per_token_ms: core.per_token_ms, encoder_ms: core.encoder_ms };
       wasmBeam4[m.kind] = { beam4: core.beam4, speedup: core.beam4_batched_speedup ?? null, cpu: core.cpu };
     }
   }
@@ -312,6 +515,8 @@ async function main() {
     browser = await browserBench(models, browserSentences);
     browser.sentences = browserSentences.length;
   }
+  const paragraphRun = await runParagraphs(args, models, sourceFile, paragraphHarness);
+
 
   // ---- report ----
   const wasmBytes = statSync(path.join(root, 'web/dist/attnlab.wasm')).size;
@@ -401,8 +606,13 @@ async function main() {
   }
   const headline = models.map((m) => result[`beam4_batched_speedup_${m.kind}`] ?? result[`native_beam4_batched_speedup_${m.kind}`]);
   result.beam4_batched_speedup = headline.every((x) => x != null) ? Math.min(...headline) : null;
-  result.cpu = native.rnn.native.cpu ?? os.cpus()[0]?.model;
-  console.log(`cpu: ${result.cpu}`);
+  reportParagraphs(result, paragraphRun.pages, paragraphRun.models, paragraphRun.references, paragraphRun.count);
+  reportProfile(result, models, node, floors, wasmCoreSteps);
+  result.encoder_vs_ort_where = browser ? 'chromium' : 'node';
+  for (const m of models)
+    result[`encoder_vs_ort_${m.kind}`] = (browser ? result[`browser_${m.kind}`] : result[`node_${m.kind}`]).advantage.encoder;
+  result.cpu = cpuDescription() ?? native.rnn.native.cpu ?? os.cpus()[0]?.model;
+  console.log(`\ncpu: ${result.cpu}; load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   result.wasm_bytes = wasmBytes;
   // The shipped page's model (q8_0 RNN) with its weights already in memory (as from the Cache API), in a fresh page:
   // engine instantiation + model load + the first greedy translation. Chromium when it ran (default V8 tiering, as
