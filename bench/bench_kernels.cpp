@@ -125,6 +125,15 @@ int main(int argc, char** argv) {
         run("gemv_q8_" + shape + "_q8q8_scales", flops,
             [&] { k::gemv_q8_q8(M, N, Wq.data(), x.data(), y.data(), false, scales4.data()); },
             [&] { ref::gemv_q8_q8(M, N, Wq.data(), x.data(), y.data()); });
+        // Several activation rows at once (a batched beam step): each row exactly its gemv_q8_q8, the weights read
+        // once for all; its GFLOP/s over the one-row _q8q8_scales case is what batching gains per row.
+        for (int rows : {4, 8}) {
+            const auto X = random_floats((size_t)rows * N, 5);
+            std::vector<float> Y((size_t)rows * M);
+            run("gemv_q8_" + shape + "_q8q8_rows" + std::to_string(rows), flops * rows,
+                [&] { k::gemm_nt_q8_q8(rows, M, N, X.data(), N, Wq.data(), Y.data(), M, false, scales4.data()); },
+                [&] { ref::gemm_nt_q8_q8(rows, M, N, X.data(), N, Wq.data(), Y.data(), M); });
+        }
     }
     run("gemm_nt_q8_256", gemm_flops, [&] { k::gemm_nt_q8(n, n, n, A.data(), n, Bq.data(), C.data(), n); },
         [&] { ref::gemm_nt_q8(n, n, n, A.data(), n, Bq.data(), C.data(), n); });

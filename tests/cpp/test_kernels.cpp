@@ -586,6 +586,57 @@ TEST_CASE("gemv_q8_q8: special block scales, zero blocks, extreme weights and ba
     k::gemv_q8_q8(0, 32, nullptr, buf.data(), nullptr);  // no rows: nothing to read or write
 }
 
+TEST_CASE("gemm_nt_q8_q8: each row is its own gemv_q8_q8 bit for bit, within rounding of the reference") {
+    unsigned seed = 3000;
+    for (int M = 1; M <= 17; ++M)
+        for (int N : {1, 3, 4, 5, 13, 70})
+            for (int K : {32, 96, 320}) {
+                INFO("M=" << M << " N=" << N << " K=" << K);
+                const int lda = K + 7, ldc = N + 3;
+                const auto W = quantize(random_vector((size_t)N * K, seed++));
+                // Rows of very different magnitudes: each must be quantized with its own block scales.
+                auto A = random_vector((size_t)M * lda, seed++, -2.0f, 2.0f);
+                for (int i = 0; i < M; ++i)
+                    for (int j = 0; j < K; ++j) A[(size_t)i * lda + j] *= (i % 3 == 1 ? 100.0f : 1.0f) * (j % 5 ? 1.0f : 0.01f);
+                const bool accumulate = (M + N + K / 32) % 2;
+                const auto C0 = random_vector((size_t)M * ldc, seed++);
+                auto C = C0;
+                k::gemm_nt_q8_q8(M, N, K, A.data(), lda, W.data(), C.data(), ldc, accumulate);
+                const auto scales4 = k::q8_scales_by4(W.data(), N, K);
+                auto C_packed = C0;
+                k::gemm_nt_q8_q8(M, N, K, A.data(), lda, W.data(), C_packed.data(), ldc, accumulate, scales4.data());
+                auto C_ref = C0;
+                ref::gemm_nt_q8_q8(M, N, K, A.data(), lda, W.data(), C_ref.data(), ldc, accumulate);
+                for (int i = 0; i < M; ++i) {
+                    CAPTURE(i);
+                    const std::vector<float> x(A.begin() + (std::ptrdiff_t)i * lda, A.begin() + (std::ptrdiff_t)i * lda + K);
+                    std::vector<float> y(C0.begin() + (std::ptrdiff_t)i * ldc, C0.begin() + (std::ptrdiff_t)i * ldc + N);
+                    const auto y0 = y;
+                    k::gemv_q8_q8(N, K, W.data(), x.data(), y.data(), accumulate);
+                    const auto budget = q8_q8_rounding_budget(W, N, K, x, y0, accumulate);
+                    for (int j = 0; j < N; ++j) {
+                        const size_t at = (size_t)i * ldc + j;
+                        CHECK(bits(C[at]) == bits(y[j]));
+                        CHECK(bits(C_packed[at]) == bits(y[j]));
+                        CHECK(std::fabs(C[at] - C_ref[at]) <= budget[j]);
+                    }
+                    // The padding columns of C stay as they were.
+                    for (int j = N; j < ldc; ++j) {
+                        CHECK(bits(C[(size_t)i * ldc + j]) == bits(C0[(size_t)i * ldc + j]));
+                        CHECK(bits(C_packed[(size_t)i * ldc + j]) == bits(C0[(size_t)i * ldc + j]));
+                    }
+                }
+            }
+    std::vector<k::BlockQ8_0> W(4);
+    std::vector<float> buf(256);
+    CHECK_THROWS_AS(k::gemm_nt_q8_q8(2, 1, 48, buf.data(), 48, W.data(), buf.data(), 1), attnlab::Error);
+    CHECK_THROWS_AS(ref::gemm_nt_q8_q8(2, 1, 40, buf.data(), 40, W.data(), buf.data(), 1), attnlab::Error);
+    CHECK_THROWS_AS(k::gemm_nt_q8_q8(2, 1, 32, buf.data(), 16, W.data(), buf.data(), 1), attnlab::Error);  // lda < K
+    CHECK_THROWS_AS(k::gemm_nt_q8_q8(2, 4, 32, buf.data(), 32, W.data(), buf.data(), 3), attnlab::Error);  // ldc < N
+    CHECK_THROWS_AS(k::gemm_nt_q8_q8(-1, 1, 32, buf.data(), 32, W.data(), buf.data(), 1), attnlab::Error);
+    k::gemm_nt_q8_q8(0, 4, 32, nullptr, 32, nullptr, nullptr, 4);  // no rows: nothing to read or write
+}
+
 // ------------------------------------------------------------------------------------------------
 // Elementwise and row kernels.
 

@@ -200,6 +200,10 @@ void gemv_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool ac
 void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate, const float* scales4) {
     ATTNLAB_DISPATCH(gemv_q8_q8(M, N, W, x, y, accumulate, scales4))
 }
+void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc, bool accumulate,
+                   const float* scales4) {
+    ATTNLAB_DISPATCH(gemm_nt_q8_q8(M, N, K, A, lda, B, C, ldc, accumulate, scales4))
+}
 void bias_act(int rows, int cols, float* y, int ldy, const float* bias, Activation act) {
     ATTNLAB_DISPATCH(bias_act(rows, cols, y, ldy, bias, act))
 }

@@ -52,6 +52,12 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
        result is the same); the reference ignores it. */                                                 \
     void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate = false,   \
                     const float* scales4 = nullptr);                                                      \
+    /* C[M,N] (+)= Ã[M,K] · B[N,K]ᵀ, B as Q8_0 and each row of A quantized to Q8_0 on its own: row i is       \
+       exactly gemv_q8_q8(N, K, B, A + i·lda, C + i·ldc) (the same int8 rounding and float operations, bit   \
+       for bit), with each weight block read once for all rows. For a few rows (a batched decoder step);  \
+       scales4 as for gemv_q8_q8. */                                                                      \
+    void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc, \
+                       bool accumulate = false, const float* scales4 = nullptr);                           \
     /* y[r,:] = act(y[r,:] + bias) for every row r; bias may be null */                                   \
     void bias_act(int rows, int cols, float* y, int ldy, const float* bias, Activation act);              \
     /* x = act(x) elementwise */                                                                           \

@@ -15,16 +15,22 @@ struct QuantizedActivations {
     std::vector<int16_t> values;  // [n]
     std::vector<float> scales;    // [n / 32]
 
-    void quantize(const float* x, int n) {
+    void quantize(const float* x, int n) { quantize_rows(x, 1, n, n); }
+
+    // rows x [rows, n] (row stride ld), each row quantized on its own exactly as quantize(row, n) would:
+    // values [rows, n], scales [rows, n / 32].
+    void quantize_rows(const float* x, int rows, int n, int ld) {
         const int count = n / kQ8BlockSize;
         blocks.resize(count);
-        values.resize(n);
-        scales.resize(count);
-        quantize_q8_0(x, n, blocks.data());
-        for (int b = 0; b < count; ++b) {
-            scales[b] = detail::half_to_float(blocks[b].scale);
-            int16_t* out = values.data() + (size_t)b * kQ8BlockSize;
-            for (int j = 0; j < kQ8BlockSize; ++j) out[j] = blocks[b].q[j];
+        values.resize((size_t)rows * n);
+        scales.resize((size_t)rows * count);
+        for (int r = 0; r < rows; ++r) {
+            quantize_q8_0(x + (size_t)r * ld, n, blocks.data());
+            for (int b = 0; b < count; ++b) {
+                scales[(size_t)r * count + b] = detail::half_to_float(blocks[b].scale);
+                int16_t* out = values.data() + (size_t)r * n + (size_t)b * kQ8BlockSize;
+                for (int j = 0; j < kQ8BlockSize; ++j) out[j] = blocks[b].q[j];
+            }
         }
     }
 };

@@ -6,6 +6,8 @@
 //
 //   kernels::gemv_q8_q8        4 weight rows per pass, one 4-lane vector per block for scales and sums
 //                              (simd::q8_dot4); what nn::linear uses for one Q8_0 row (the decoders)
+//   kernels::gemm_nt_q8_q8     several activation rows (a batched decoder step, nn::linear_batched): each row
+//                              exactly its gemv_q8_q8, the weights read and widened once for all rows
 // (the first int8 version, one row at a time, is the benchmark's variants::gemv_q8_int8: bench/variants/)
 //
 // Numerics: y differs from W_dequantized · x by the activation rounding (<= d_x/2 per element, d_x =
@@ -56,7 +58,64 @@ void q8_q8_rows(int M, int blocks, const BlockQ8_0* W, const detail::QuantizedAc
     }
 }
 
+// C[:, i..i+4) (+)= Ã · W[i..i+4)ᵀ for all M activation rows: the group's int8 weights widened to int16 and its
+// block scales converted once (into L1-sized scratch, 256 + 16 bytes per block), then for every activation row the
+// float operations of q8_q8_rows, block by block in the same order, so each row's result is gemv_q8_q8's bit for
+// bit. The weights come from memory once per call instead of once per row, and are widened once.
+void q8_q8_multi_rows(int M, int N, int blocks, const BlockQ8_0* W, const detail::QuantizedActivations& aq,
+                      const float* scales4, float* C, int ldc, bool accumulate) {
+    thread_local std::vector<int16_t> widened;
+    thread_local std::vector<float> group_scales;
+    widened.resize((size_t)blocks * 4 * kQ8BlockSize);
+    if (!scales4) group_scales.resize((size_t)blocks * 4);
+    const int K = blocks * kQ8BlockSize;
+    for (int i = 0; i < N; i += 4) {
+        const int rows = std::min(4, N - i);
+        const BlockQ8_0* group[4];
+        for (int r = 0; r < 4; ++r) group[r] = W + (size_t)(i + std::min(r, rows - 1)) * blocks;
+        for (int b = 0; b < blocks; ++b) {
+            int16_t* out = widened.data() + (size_t)b * 4 * kQ8BlockSize;
+            for (int r = 0; r < 4; ++r)
+                for (int j = 0; j < kQ8BlockSize; ++j) out[r * kQ8BlockSize + j] = group[r][b].q[j];
+        }
+        const float* s4 = scales4 ? scales4 + (size_t)(i / 4) * blocks * 4 : group_scales.data();
+        if (!scales4)
+            for (int b = 0; b < blocks; ++b)
+                simd::f4_store(group_scales.data() + (size_t)b * 4,
+                               simd::f16x4_to_f32(group[0][b].scale, group[1][b].scale, group[2][b].scale, group[3][b].scale));
+        for (int m = 0; m < M; ++m) {
+            const int16_t* xv = aq.values.data() + (size_t)m * K;
+            const float* dx = aq.scales.data() + (size_t)m * blocks;
+            simd::F4 acc = simd::f4_zero();
+            for (int b = 0; b < blocks; ++b) {
+                const simd::F4 scale = simd::f4_mul(simd::f4_load(s4 + (size_t)b * 4), simd::f4_splat(dx[b]));
+                const simd::F4 dots =
+                    simd::q8_dot4_widened(widened.data() + (size_t)b * 4 * kQ8BlockSize, xv + (size_t)b * kQ8BlockSize);
+                acc = simd::f4_add(acc, simd::f4_mul(dots, scale));
+            }
+            alignas(16) float sums[4];
+            simd::f4_store(sums, acc);
+            float* y = C + (size_t)m * ldc + i;
+            for (int r = 0; r < rows; ++r) y[r] = accumulate ? y[r] + sums[r] : sums[r];
+        }
+    }
+}
+
 }  // namespace
+
+void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc,
+                   bool accumulate, const float* scales4) {
+    detail::check_gemm("gemm_nt_q8_q8", M, N, K, lda, K, K, K, ldc);
+    detail::check_q8_width("gemm_nt_q8_q8", K);
+    if (M == 0 || N == 0) return;
+    if (M == 1) {
+        gemv_q8_q8(N, K, B, A, C, accumulate, scales4);
+        return;
+    }
+    detail::QuantizedActivations& aq = detail::activations_scratch();
+    aq.quantize_rows(A, M, K, lda);
+    q8_q8_multi_rows(M, N, K / kQ8BlockSize, B, aq, scales4, C, ldc, accumulate);
+}
 
 void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate, const float* scales4) {
     detail::check_gemv("gemv_q8_q8", M, N, N);

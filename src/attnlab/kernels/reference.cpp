@@ -115,6 +115,14 @@ void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool
     }
 }
 
+// Row by row: each row is its own gemv_q8_q8 (its own activation quantization), as the SIMD kernel promises.
+void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc,
+                   bool accumulate, const float*) {
+    detail::check_gemm("gemm_nt_q8_q8", M, N, K, lda, K, K, K, ldc);
+    detail::check_q8_width("gemm_nt_q8_q8", K);
+    for (int i = 0; i < M; ++i) reference::gemv_q8_q8(N, K, B, A + (size_t)i * lda, C + (size_t)i * ldc, accumulate);
+}
+
 static float activation(float x, Activation act) {
     switch (act) {
         case Activation::none: return x;

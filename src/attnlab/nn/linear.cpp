@@ -107,14 +107,10 @@ void linear_batched(const Linear& layer, const float* x, int rows, float* y) {
         return;
     }
     // linear() would take the float-activation GEMM for several Q8_0 rows, but a hypothesis must see the int8
-    // rounding of its batch-1 step. There is no multi-row int8 kernel yet, so each row runs the int8 GEMV over the
-    // whole matrix, exactly its batch-1 product. Splitting the matrix into cache-sized chunks (read from memory
-    // once for all rows) measured slower: every call quantizes its row again, and the batched beam-4 RNN q8_0
-    // step ran at 0.15x (16 KiB chunks) and 0.61-0.82x (128 KiB) of the one-by-one speed.
-    const float* scales = packed_q8_scales(layer);
-    for (int r = 0; r < rows; ++r)
-        kernels::gemv_q8_q8(layer.out, layer.in, layer.weight_q8.data(), x + std::size_t(r) * layer.in,
-                            y + std::size_t(r) * layer.out, false, scales);
+    // rounding of its batch-1 step: the multi-row int8 GEMM computes each row exactly as its gemv_q8_q8, reading
+    // the weights once for all rows.
+    kernels::gemm_nt_q8_q8(rows, layer.out, layer.in, x, layer.in, layer.weight_q8.data(), y, layer.out, false,
+                           packed_q8_scales(layer));
     if (layer.has_bias())
         kernels::bias_act(rows, layer.out, y, layer.out, layer.bias.data(), kernels::Activation::none);
 }
