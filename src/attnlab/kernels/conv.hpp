@@ -37,13 +37,18 @@ std::size_t conv2d_scratch_size(int height, int width, int in_channels, int kern
     void depthwise_conv2d(const float* x, int height, int width, int channels, const float* weight,                 \
                           const float* bias, int kernel, int stride, Padding padding, Activation act, float* y);
 
+// The SIMD ones are compiled per kernel target and dispatched like kernels.hpp's (dispatch.cpp).
+#if defined(ATTNLAB_KERNEL_TARGET)
+namespace ATTNLAB_KERNEL_TARGET {
 ATTNLAB_CONV_DECLARATIONS
+}
+#else
+ATTNLAB_CONV_DECLARATIONS
+#endif
 
 namespace reference {
 ATTNLAB_CONV_DECLARATIONS
 }
-
-#undef ATTNLAB_CONV_DECLARATIONS
 
 // patches[Ho*Wo, k*k*Cin]: row (oy, ox) holds the input window in [ky, kx, c] order, zeros where it hangs over
 // the padding. Row-major, so conv2d = gemm_nt(patches, weight[Cout, k*k*Cin]).

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "attnlab/error.hpp"
+#include "attnlab/kernels/conv.hpp"
 #include "attnlab/kernels/gemm.hpp"
 #include "attnlab/kernels/kernels.hpp"
 
@@ -30,7 +31,7 @@
 
 namespace attnlab::kernels {
 
-#define ATTNLAB_TARGET_DECLARATIONS ATTNLAB_KERNEL_DECLARATIONS ATTNLAB_SIMD_KERNEL_DECLARATIONS ATTNLAB_GEMM_PATH_DECLARATIONS
+#define ATTNLAB_TARGET_DECLARATIONS ATTNLAB_KERNEL_DECLARATIONS ATTNLAB_SIMD_KERNEL_DECLARATIONS ATTNLAB_GEMM_PATH_DECLARATIONS ATTNLAB_CONV_DECLARATIONS
 namespace baseline {
 ATTNLAB_TARGET_DECLARATIONS
 }
@@ -225,6 +226,16 @@ void axpy(int n, float alpha, const float* x, float* y) { ATTNLAB_DISPATCH(axpy(
 int argmax(const float* x, int n) { ATTNLAB_DISPATCH(argmax(x, n)) }
 void top_k(const float* x, int n, int k, int* indices, float* values) {
     ATTNLAB_DISPATCH(top_k(x, n, k, indices, values))
+}
+
+void conv2d(const float* x, int height, int width, int in_channels, const float* weight, const float* bias,
+            int out_channels, int kernel, int stride, Padding padding, Activation act, float* y, float* scratch) {
+    ATTNLAB_DISPATCH(conv2d(x, height, width, in_channels, weight, bias, out_channels, kernel, stride, padding, act, y,
+                            scratch))
+}
+void depthwise_conv2d(const float* x, int height, int width, int channels, const float* weight, const float* bias,
+                      int kernel, int stride, Padding padding, Activation act, float* y) {
+    ATTNLAB_DISPATCH(depthwise_conv2d(x, height, width, channels, weight, bias, kernel, stride, padding, act, y))
 }
 
 void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate) {
