@@ -194,7 +194,8 @@ export async function ortBeamParagraph(ort, sessions, info, sourceIds, options =
         }
         if (next.length === K) break;
       }
-      if (sentence.finished.length >= K || lastStep) {
+      // Done as search.cpp's loop ends: K finished, the length limit, or no live continuation left.
+      if (sentence.finished.length >= K || lastStep || !next.length) {
         sentence.done = true;
         changed = true;
       } else {
