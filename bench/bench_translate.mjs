@@ -427,7 +427,7 @@ async function main() {
 
   console.log(`== translation benchmark: ${sentences.length} test2016 sentences, greedy, batch 1` +
               `${args.quick ? ' (--quick)' : ''}`);
-  console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0]?.model}), load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(`machine: ${os.cpus().length} cores, ${cpuDescription() ?? os.cpus()[0]?.model}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   execFileSync(PYTHON, ['-W', 'ignore', 'bench/export_onnx.py', '--rnn', abs(args.rnn), '--transformer', abs(args.transformer),
                         '--out', benchDir], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
   const int8Graphs = [...new Set(Object.values(BEAM_GRAPHS).flatMap((g) => Object.values(g)))];
@@ -516,7 +516,6 @@ async function main() {
     browser.sentences = browserSentences.length;
   }
   const paragraphRun = await runParagraphs(args, models, sourceFile, paragraphHarness);
-
 
   // ---- report ----
   const wasmBytes = statSync(path.join(root, 'web/dist/attnlab.wasm')).size;
