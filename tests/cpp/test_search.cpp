@@ -242,3 +242,74 @@ TEST_CASE("search: bad options are attnlab::Error") {
     CHECK_THROWS_AS(decode::search(decoder, ngram), Error);
     CHECK(decoder.calls == 0);
 }
+
+TEST_CASE("search tree: beam 2 on the greedy trap keeps, step by step, what the worked example says") {
+    const ToyDecoder decoder(greedy_trap);
+    for (bool batched : {false, true}) {
+        CAPTURE(batched);
+        decode::SearchOptions o = options(2);
+        o.batched = batched;
+        o.record_tree = true;
+        const decode::Hypothesis h = decode::beam_search(decoder, o);
+        CHECK(h.tokens == std::vector<int32_t>{B});
+        // Step 0 keeps A and B. Step 1 ranks B EOS (.36), A EOS (.2), A A (.15), A B (.15): two finish, so the
+        // search stops, and the two live ones it kept on the way are in the tree, never expanded.
+        const std::vector<decode::TreeNode>& n = h.tree.nodes;
+        REQUIRE(n.size() == 6);
+        const struct { int step, parent; int32_t token; double p; bool finished; } expected[] = {
+            {0, -1, A, 0.5, false},  {0, -1, B, 0.4, false}, {1, 1, kEos, 0.9, true},
+            {1, 0, kEos, 0.4, true}, {1, 0, A, 0.3, false},  {1, 0, B, 0.3, false},
+        };
+        for (std::size_t i = 0; i < n.size(); ++i) {
+            CAPTURE(i);
+            CHECK(n[i].step == expected[i].step);
+            CHECK(n[i].parent == expected[i].parent);
+            CHECK(n[i].token == expected[i].token);
+            CHECK(n[i].log_probability == doctest::Approx(std::log(expected[i].p)).epsilon(1e-5));
+            const float parent_cumulative = n[i].parent < 0 ? 0.0f : n[n[i].parent].cumulative;
+            CHECK(n[i].cumulative == doctest::Approx(parent_cumulative + n[i].log_probability).epsilon(1e-6));
+            CHECK(n[i].finished == expected[i].finished);
+            CHECK(n[i].score == doctest::Approx(n[i].finished ? n[i].cumulative / 2 : n[i].cumulative).epsilon(1e-6));
+        }
+        CHECK(h.tree.winner == 2);
+        CHECK(n[2].score == doctest::Approx(h.score).epsilon(1e-6));
+        CHECK(n[2].cumulative == doctest::Approx(h.log_probability).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("search tree: greedy is one path; without record_tree there is none and the result is the same") {
+    const ToyDecoder decoder(greedy_trap);
+    for (bool batched : {false, true}) {
+        CAPTURE(batched);
+        decode::SearchOptions o = options(1);
+        o.batched = batched;
+        const decode::Hypothesis plain = decode::search(decoder, o);
+        CHECK(plain.tree.nodes.empty());
+        CHECK(plain.tree.winner == -1);
+        o.record_tree = true;
+        const decode::Hypothesis h = decode::search(decoder, o);
+        CHECK(h.tokens == plain.tokens);
+        CHECK(h.log_probability == plain.log_probability);
+        // A (.5), then [A] -> EOS (.4).
+        REQUIRE(h.tree.nodes.size() == 2);
+        CHECK(h.tree.nodes[0].token == A);
+        CHECK(h.tree.nodes[0].parent == -1);
+        CHECK_FALSE(h.tree.nodes[0].finished);
+        CHECK(h.tree.nodes[1].token == kEos);
+        CHECK(h.tree.nodes[1].parent == 0);
+        CHECK(h.tree.nodes[1].finished);
+        CHECK(h.tree.nodes[1].log_probability == doctest::Approx(std::log(0.4)).epsilon(1e-5));
+        CHECK(h.tree.nodes[1].cumulative == h.log_probability);
+        CHECK(h.tree.winner == 1);
+    }
+    // Cut by the length limit: the last node is finished without EOS.
+    const ToyDecoder endless_decoder(endless);
+    decode::SearchOptions o = fixed_length(1, 3);
+    o.record_tree = true;
+    const decode::Hypothesis cut = decode::search(endless_decoder, o);
+    REQUIRE(cut.tree.nodes.size() == 3);
+    CHECK(cut.tree.winner == 2);
+    CHECK(cut.tree.nodes[2].token == A);
+    CHECK(cut.tree.nodes[2].finished);
+    CHECK_FALSE(cut.tree.nodes[1].finished);
+}

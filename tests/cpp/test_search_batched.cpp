@@ -202,3 +202,96 @@ TEST_CASE("linear_batched: every row as linear() computes it alone (Q8_0 bit for
         }
     }
 }
+
+namespace {
+
+// The tree's winning path is the returned hypothesis: its tokens (and EOS when it finished so), its log-probs
+// summing to the hypothesis's log p; every node hangs off one at the step before; at most `beam` live nodes a step.
+void check_tree_is_the_hypothesis(const decode::Hypothesis& h, const decode::Decoder& decoder, int beam) {
+    const decode::SearchTree& tree = h.tree;
+    REQUIRE(tree.winner >= 0);
+    REQUIRE(tree.winner < static_cast<int>(tree.nodes.size()));
+    std::vector<int32_t> path;
+    double sum = 0;
+    for (int n = tree.winner; n >= 0; n = tree.nodes[n].parent) {
+        path.insert(path.begin(), tree.nodes[n].token);
+        sum += tree.nodes[n].log_probability;
+    }
+    CHECK(tree.nodes[tree.winner].finished);
+    if (h.finished) {
+        REQUIRE(!path.empty());
+        CHECK(path.back() == decoder.eos());
+        path.pop_back();
+    }
+    CHECK(path == h.tokens);
+    CHECK(sum == doctest::Approx(h.log_probability).epsilon(1e-4));
+    CHECK(tree.nodes[tree.winner].cumulative == doctest::Approx(h.log_probability).epsilon(1e-6));
+    CHECK(tree.nodes[tree.winner].score == doctest::Approx(h.score).epsilon(1e-6));
+    std::vector<int> live;
+    for (const decode::TreeNode& node : tree.nodes) {
+        if (node.parent >= 0) CHECK(tree.nodes[node.parent].step == node.step - 1);
+        else CHECK(node.step == 0);
+        if (!node.finished) {
+            if (live.size() <= static_cast<std::size_t>(node.step)) live.resize(node.step + 1);
+            ++live[node.step];
+        }
+    }
+    for (int count : live) CHECK(count <= beam);
+}
+
+// The batched and one-by-one searches keep the same tree; recording it changes nothing in the result.
+void check_same_tree(const decode::Decoder& decoder, int beam, bool exact) {
+    CAPTURE(beam);
+    decode::SearchOptions options;
+    options.beam = beam;
+    const decode::Hypothesis plain = decode::search(decoder, options);
+    options.record_tree = true;
+    const decode::Hypothesis batched = decode::search(decoder, options);
+    options.batched = false;
+    const decode::Hypothesis reference = decode::search(decoder, options);
+    CHECK(plain.tree.nodes.empty());
+    CHECK(batched.tokens == plain.tokens);
+    CHECK(batched.log_probability == plain.log_probability);
+    check_tree_is_the_hypothesis(batched, decoder, beam);
+    check_tree_is_the_hypothesis(reference, decoder, beam);
+    REQUIRE(batched.tree.nodes.size() == reference.tree.nodes.size());
+    CHECK(batched.tree.winner == reference.tree.winner);
+    for (std::size_t i = 0; i < batched.tree.nodes.size(); ++i) {
+        CAPTURE(i);
+        const decode::TreeNode &a = batched.tree.nodes[i], &b = reference.tree.nodes[i];
+        CHECK(a.step == b.step);
+        CHECK(a.parent == b.parent);
+        CHECK(a.token == b.token);
+        CHECK(a.finished == b.finished);
+        if (exact) {
+            CHECK(a.cumulative == b.cumulative);
+        } else {
+            CHECK(a.cumulative == doctest::Approx(b.cumulative).epsilon(1e-5));
+            CHECK(a.score == doctest::Approx(b.score).epsilon(1e-5));
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("search tree: the shipped RNN and Transformer keep the same tree batched and one by one, beams 1 and 4") {
+    for (const char* name : {"bahdanau-en-de.q8_0.gguf", "transformer-en-de.q8_0.gguf", "transformer-en-de.f16.gguf"}) {
+        CAPTURE(name);
+        const std::string path = test::source_path(std::string("models/weights/") + name);
+        const gguf::File file = gguf::File::open(path);
+        const int eos = static_cast<int>(file.get_u32("tokenizer.target.eos_token_id"));
+        const std::vector<int32_t> source = encode(file, kEnglish[0], eos);
+        for (int beam : {1, 4}) {
+            if (file.get_string("general.architecture") == "attnlab.bahdanau") {
+                const models::RnnSeq2Seq model = models::load_rnn_seq2seq(file);
+                const models::RnnEncoded encoded = models::rnn_encode(model, source);
+                check_same_tree(models::RnnDecoder(model, encoded), beam, exact_rows(model.target_embedding, beam));
+            } else {
+                const models::Transformer model = models::load_transformer(file);
+                const models::TransformerEncoded encoded = models::transformer_encode(model, source);
+                check_same_tree(models::TransformerDecoder(model, encoded), beam,
+                                exact_rows(model.target_embedding, beam));
+            }
+        }
+    }
+}

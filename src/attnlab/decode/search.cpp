@@ -31,7 +31,23 @@ struct Beam {
     std::vector<std::vector<float>> attention;
     std::vector<std::vector<float>> scores;
     std::vector<std::vector<float>> context;
+    int node = -1;  // its node in the search tree (SearchOptions::record_tree), -1 before the first token
 };
+
+// A greedy search's tree is one path: each step's node is the child of the previous one.
+void add_greedy_node(SearchTree& tree, int32_t token, float log_probability, float cumulative, bool finished) {
+    const int step = static_cast<int>(tree.nodes.size());
+    tree.nodes.push_back({step, step - 1, token, log_probability, cumulative, cumulative, finished});
+    tree.winner = step;
+}
+
+// A beam's node: its log p is the difference of the cumulative sums, computed the same way by both searches so
+// that their trees agree wherever their decoders do.
+int add_beam_node(SearchTree& tree, int step, int parent, int32_t token, float parent_cumulative, float cumulative,
+                  float score, bool finished) {
+    tree.nodes.push_back({step, parent, token, cumulative - parent_cumulative, cumulative, score, finished});
+    return static_cast<int>(tree.nodes.size()) - 1;
+}
 
 }  // namespace
 
@@ -79,6 +95,9 @@ Hypothesis greedy_one_by_one(const Decoder& decoder, const SearchOptions& option
             kernels::log_softmax_rows(1, vocab, out.logits.data(), vocab);
         }
         result.log_probability += out.logits[token];
+        if (options.record_tree)
+            add_greedy_node(result.tree, token, out.logits[token], result.log_probability,
+                            token == decoder.eos() || i + 1 == max_length);
         if (token == decoder.eos()) {
             result.finished = true;
             break;
@@ -99,6 +118,8 @@ Hypothesis beam_one_by_one(const Decoder& decoder, const SearchOptions& options)
 
     std::vector<Beam> beams{Beam{decoder.initial_state(), decoder.bos(), 0.0f, {}, {}, {}, {}}};
     std::vector<Hypothesis> finished;
+    SearchTree tree;
+    std::vector<int> finished_nodes;  // finished[i]'s last node in tree
     std::vector<StepOutput> outputs;
     std::vector<StatePtr> next_states;
     struct Candidate {
@@ -154,6 +175,10 @@ Hypothesis beam_one_by_one(const Decoder& decoder, const SearchOptions& options)
                     h.score = candidate.log_probability /
                               std::pow(static_cast<float>(step + 1), options.length_penalty);
                     h.finished = is_eos;
+                    if (options.record_tree)
+                        finished_nodes.push_back(add_beam_node(tree, step, parent.node, candidate.token,
+                                                               parent.log_probability, candidate.log_probability,
+                                                               h.score, true));
                     finished.push_back(std::move(h));
                 }
             } else {
@@ -164,6 +189,9 @@ Hypothesis beam_one_by_one(const Decoder& decoder, const SearchOptions& options)
                 child.attention.push_back(out.weights);
                 child.scores.push_back(out.scores);
                 child.context.push_back(out.context);
+                if (options.record_tree)
+                    child.node = add_beam_node(tree, step, parent.node, candidate.token, parent.log_probability,
+                                               candidate.log_probability, candidate.log_probability, false);
                 next.push_back(std::move(child));
             }
             if (static_cast<int>(next.size()) == beam_width) break;
@@ -171,10 +199,18 @@ Hypothesis beam_one_by_one(const Decoder& decoder, const SearchOptions& options)
         if (static_cast<int>(finished.size()) >= beam_width || last_step) break;
         beams = std::move(next);
     }
-    if (finished.empty()) return Hypothesis{};
+    if (finished.empty()) {
+        Hypothesis none;
+        none.tree = std::move(tree);
+        return none;
+    }
     // The first of equal scores wins, like Python's max().
     auto best = std::max_element(finished.begin(), finished.end(),
                                  [](const Hypothesis& a, const Hypothesis& b) { return a.score < b.score; });
+    if (options.record_tree) {
+        tree.winner = finished_nodes[static_cast<std::size_t>(best - finished.begin())];
+        best->tree = std::move(tree);
+    }
     return std::move(*best);
 }
 
@@ -283,6 +319,9 @@ Hypothesis greedy_batched(const Decoder& decoder, const SearchOptions& options) 
         float* logits = out.logits_row(0);
         token = choose_greedy(logits, out.vocab, tokens, options.no_repeat_ngram);
         result.log_probability += logits[token];
+        if (options.record_tree)
+            add_greedy_node(result.tree, token, logits[token], result.log_probability,
+                            token == decoder.eos() || i + 1 == max_length);
         if (token == decoder.eos()) {
             result.finished = true;
             break;
@@ -292,7 +331,7 @@ Hypothesis greedy_batched(const Decoder& decoder, const SearchOptions& options) 
     }
     const float log_probability = result.log_probability;
     const bool finished = result.finished;
-    history.fill(node, result);
+    history.fill(node, result);  // keeps result.tree
     result.log_probability = log_probability;
     result.finished = finished;
     result.score = result.log_probability;
@@ -333,6 +372,7 @@ struct Finished {
     float log_probability;
     float score;
     bool finished;
+    int tree_node;  // its last node in the search tree (SearchOptions::record_tree; else -1)
 };
 
 Hypothesis beam_batched(const Decoder& decoder, const SearchOptions& options) {
@@ -348,6 +388,8 @@ Hypothesis beam_batched(const Decoder& decoder, const SearchOptions& options) {
     std::vector<int32_t> tokens{decoder.bos()}, next_tokens, parents;
     std::vector<float> log_probabilities{0.0f}, next_log_probabilities;
     std::vector<int> nodes{-1}, next_nodes;
+    SearchTree tree;
+    std::vector<int> tree_nodes{-1}, next_tree_nodes;  // each row's node in tree (SearchOptions::record_tree)
     std::vector<Candidate> candidates;
     std::vector<Finished> finished;
     std::vector<int32_t> prefix;  // one row's tokens, for the n-gram ban
@@ -381,6 +423,7 @@ Hypothesis beam_batched(const Decoder& decoder, const SearchOptions& options) {
         next_tokens.clear();
         next_log_probabilities.clear();
         next_nodes.clear();
+        next_tree_nodes.clear();
         parents.clear();
         for (std::size_t c = 0; c < keep; ++c) {
             const Candidate& candidate = candidates[c];
@@ -393,13 +436,23 @@ Hypothesis beam_batched(const Decoder& decoder, const SearchOptions& options) {
                                                                candidate.beam);
                     const float score = candidate.log_probability /
                                         std::pow(static_cast<float>(step + 1), options.length_penalty);
-                    finished.push_back({node, candidate.log_probability, score, is_eos});
+                    const int tree_node =
+                        options.record_tree
+                            ? add_beam_node(tree, step, tree_nodes[candidate.beam], candidate.token,
+                                            log_probabilities[candidate.beam], candidate.log_probability, score, true)
+                            : -1;
+                    finished.push_back({node, candidate.log_probability, score, is_eos, tree_node});
                 }
             } else {
                 next_tokens.push_back(candidate.token);
                 next_log_probabilities.push_back(candidate.log_probability);
                 next_nodes.push_back(history.add_node(nodes[candidate.beam], candidate.token, step_index, candidate.beam));
                 parents.push_back(candidate.beam);
+                if (options.record_tree)
+                    next_tree_nodes.push_back(add_beam_node(tree, step, tree_nodes[candidate.beam], candidate.token,
+                                                            log_probabilities[candidate.beam],
+                                                            candidate.log_probability, candidate.log_probability,
+                                                            false));
             }
             if (static_cast<int>(next_tokens.size()) == beam_width) break;
         }
@@ -408,8 +461,13 @@ Hypothesis beam_batched(const Decoder& decoder, const SearchOptions& options) {
         tokens.swap(next_tokens);
         log_probabilities.swap(next_log_probabilities);
         nodes.swap(next_nodes);
+        tree_nodes.swap(next_tree_nodes);
     }
-    if (finished.empty()) return Hypothesis{};
+    if (finished.empty()) {
+        Hypothesis none;
+        none.tree = std::move(tree);
+        return none;
+    }
     // The first of equal scores wins, like Python's max().
     const Finished& best = *std::max_element(finished.begin(), finished.end(),
                                              [](const Finished& a, const Finished& b) { return a.score < b.score; });
@@ -418,6 +476,10 @@ Hypothesis beam_batched(const Decoder& decoder, const SearchOptions& options) {
     h.log_probability = best.log_probability;
     h.score = best.score;
     h.finished = best.finished;
+    if (options.record_tree) {
+        tree.winner = best.tree_node;
+        h.tree = std::move(tree);
+    }
     return h;
 }
 

@@ -83,6 +83,7 @@ struct SearchOptions {
     int no_repeat_ngram = 0;         // >= 2: never emit a token that repeats an n-gram of this size (0 or 1: off)
     bool batched = true;             // step all live hypotheses at once (Decoder::step_batch); false: each one
                                      // alone through Decoder::step (the batch-1 reference the tests compare with)
+    bool record_tree = false;        // fill Hypothesis::tree (what a step-by-step view of the search draws)
 };
 
 // Sets log p = -inf for every token that would complete an n-gram `tokens` already holds (n < 2: none); the
@@ -90,6 +91,23 @@ struct SearchOptions {
 void ban_repeated_ngrams(const std::vector<int32_t>& tokens, int n, std::vector<float>& log_probabilities);
 // The same on raw buffers: tokens [count], log_probabilities [vocab].
 void ban_repeated_ngrams(const int32_t* tokens, std::size_t count, int n, float* log_probabilities, int vocab);
+
+// One hypothesis the search kept after one step: a node of the search tree, whose path to the root is its prefix.
+struct TreeNode {
+    int step = 0;                 // the output position it fills, from 0
+    int parent = -1;              // the node of its prefix in SearchTree::nodes (always at step - 1); -1 at step 0
+    int32_t token = 0;            // the token it appends; EOS for a hypothesis that ended with it
+    float log_probability = 0;    // log p of that token given the prefix (as the search saw it: after any n-gram ban)
+    float cumulative = 0;         // Σ log p from the first token through this one
+    float score = 0;              // the ranking score: cumulative / length^length_penalty once finished (beam > 1)
+    bool finished = false;        // the hypothesis ends here, with EOS or at the length limit
+};
+
+// Every hypothesis kept at every step, in step order, and the one returned.
+struct SearchTree {
+    std::vector<TreeNode> nodes;
+    int winner = -1;              // the node the returned hypothesis ends at (its EOS when it has one); -1: no tokens
+};
 
 struct Hypothesis {
     std::vector<int32_t> tokens;                 // without BOS and EOS
@@ -99,6 +117,7 @@ struct Hypothesis {
     float log_probability = 0.0f;                // Σ log p over the tokens (and EOS when it was produced)
     float score = 0.0f;                          // the ranking score (normalized by length for beam > 1)
     bool finished = false;                       // ended with EOS rather than by the length limit
+    SearchTree tree;                             // empty unless SearchOptions::record_tree
 };
 
 int max_target_length(const SearchOptions& options, int source_length);

@@ -244,8 +244,9 @@ decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model,
 namespace {
 
 decode::Hypothesis search_members(std::vector<const CaptionDecoderWeights*> members, const Matrix& annotations,
-                                  int beam, int max_length, int no_repeat_ngram) {
-    const decode::SearchOptions options = caption_search_options(*members.front(), beam, max_length, no_repeat_ngram);
+                                  int beam, int max_length, int no_repeat_ngram, bool record_tree) {
+    decode::SearchOptions options = caption_search_options(*members.front(), beam, max_length, no_repeat_ngram);
+    options.record_tree = record_tree;
     std::vector<CaptionEncoded> encoded;
     for (const CaptionDecoderWeights* member : members) encoded.push_back(caption_prepare(*member, annotations));
     const CaptionDecoder decoder(std::move(members), std::move(encoded));
@@ -255,16 +256,16 @@ decode::Hypothesis search_members(std::vector<const CaptionDecoderWeights*> memb
 }  // namespace
 
 decode::Hypothesis caption_from_features(const CaptionDecoderWeights& model, const Matrix& annotations, int beam,
-                                         int max_length, int no_repeat_ngram) {
-    return search_members({&model}, annotations, beam, max_length, no_repeat_ngram);
+                                         int max_length, int no_repeat_ngram, bool record_tree) {
+    return search_members({&model}, annotations, beam, max_length, no_repeat_ngram, record_tree);
 }
 
 decode::Hypothesis caption_from_features(const std::vector<CaptionDecoderWeights>& members, const Matrix& annotations,
-                                         int beam, int max_length, int no_repeat_ngram) {
+                                         int beam, int max_length, int no_repeat_ngram, bool record_tree) {
     check(!members.empty(), "the captioner has no decoder");
     std::vector<const CaptionDecoderWeights*> pointers;
     for (const CaptionDecoderWeights& member : members) pointers.push_back(&member);
-    return search_members(std::move(pointers), annotations, beam, max_length, no_repeat_ngram);
+    return search_members(std::move(pointers), annotations, beam, max_length, no_repeat_ngram, record_tree);
 }
 
 Captioner load_captioner(const gguf::File& file) {

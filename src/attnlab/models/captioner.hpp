@@ -111,11 +111,12 @@ decode::SearchOptions caption_search_options(const CaptionDecoderWeights& model,
                                              int no_repeat_ngram = -1);
 
 // annotations [G, C] -> the best hypothesis (tokens without BOS/EOS, attention [tokens][G]) of one decoder, or of an
-// ensemble's members decoding together.
+// ensemble's members decoding together; record_tree: with its search tree (decode::SearchOptions::record_tree).
 decode::Hypothesis caption_from_features(const CaptionDecoderWeights& model, const Matrix& annotations, int beam = 1,
-                                         int max_length = 0, int no_repeat_ngram = -1);
+                                         int max_length = 0, int no_repeat_ngram = -1, bool record_tree = false);
 decode::Hypothesis caption_from_features(const std::vector<CaptionDecoderWeights>& members, const Matrix& annotations,
-                                         int beam = 1, int max_length = 0, int no_repeat_ngram = -1);
+                                         int beam = 1, int max_length = 0, int no_repeat_ngram = -1,
+                                         bool record_tree = false);
 
 // The whole captioner of one file: the decoder and, when the file has attnlab.mobilenet.* keys, the encoder.
 struct Captioner {
