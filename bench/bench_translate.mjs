@@ -7,16 +7,13 @@
 //   the paragraph benchmark (issue 20, headless Chromium): Multi30k test2016 in 8-sentence paragraphs, beam 4,
 //       each engine at its best: attnlab f32 and q8_0 (batched sentences when the module takes an array), ORT
 //       f32 and dynamic int8 (bench/quantize_onnx.py) with its decoder batched over beams x sentences
-//       (bench/paragraph_harness.mjs), ORT at 1 and 2 threads (one page each: its thread pool is fixed per page,
-//       and every page also runs attnlab's configurations, so each ratio is interleaved within one page);
-//       words/s, time to a whole paragraph, and each engine's BLEU (bench/paragraph_bleu.py).
+//       (bench/paragraph_harness.mjs); both engines at 1 and at 2 threads, one page per count (each engine fixes
+//       its thread count once per page: ORT's pool, attnlab's env.threads build); words/s, time to a whole
+//       paragraph, and each engine's BLEU (bench/paragraph_bleu.py).
 //
 //   PYTHONPATH=python node bench/bench_translate.mjs [--quick] [--sentences N] [--paragraphs N] [--rnn F16.gguf]
-//       [--rnn-q8 Q8.gguf] [--transformer F16.gguf] [--transformer-q8 Q8.gguf] [--attnlab-threaded JSON]
-//       [--no-browser] [--paragraphs-only]
-// (--attnlab-threaded: the loadModel options that select attnlab's threaded build, e.g. '{"threads":2}'; without
-// it the paragraph benchmark runs attnlab's single-thread build only and threads_speedup is null; --paragraphs-only
-// runs the paragraph benchmark alone.)
+//       [--rnn-q8 Q8.gguf] [--transformer F16.gguf] [--transformer-q8 Q8.gguf] [--no-browser] [--paragraphs-only]
+// (--paragraphs-only runs the paragraph benchmark alone.)
 // (its Python imports the attnlab package from python/; bench/run.sh sets PYTHONPATH for every benchmark)
 //
 // Builds nothing (bench/run.sh builds first). Exports the ONNX graphs (bench/export_onnx.py -> build/bench/)
@@ -42,7 +39,7 @@ const benchDir = path.join(root, 'build', 'bench');
 const PYTHON = '/usr/bin/python3';
 
 function parseArgs(argv) {
-  const args = { quick: false, browser: true, sentences: 0, paragraphs: 0, attnlabThreaded: null,
+  const args = { quick: false, browser: true, sentences: 0, paragraphs: 0,
                  rnn: 'models/weights/bahdanau-en-de.f16.gguf', rnnQ8: 'models/weights/bahdanau-en-de.q8_0.gguf',
                  transformer: 'models/weights/transformer-en-de.f16.gguf',
                  transformerQ8: 'models/weights/transformer-en-de.q8_0.gguf' };
@@ -61,7 +58,6 @@ function parseArgs(argv) {
     else if (a === '--transformer-q8') args.transformerQ8 = value();
     else if (a === '--paragraphs') args.paragraphs = Number(value());
     else if (a === '--paragraphs-only') args.paragraphsOnly = true;
-    else if (a === '--attnlab-threaded') args.attnlabThreaded = JSON.parse(value());
     else if (a === '--child') args.child = value();
     else if (a === '--job') args.job = value();
     else throw new Error(`bench_translate: unknown option ${a}`);
@@ -212,10 +208,10 @@ async function runPage(files, config, pagePath) {
   }
 }
 
-// The paragraph benchmark in one page: ORT at `ortThreads`, attnlab in every build of `attnlabBuilds`.
-async function paragraphPage(models, paragraphs, ortThreads, attnlabBuilds) {
+// The paragraph benchmark in one page, both engines at `threads`.
+async function paragraphPage(models, paragraphs, threads) {
   const files = {};
-  const config = { paragraphs, ortThreads, attnlabBuilds, models: [] };
+  const config = { paragraphs, threads, models: [] };
   for (const m of models) {
     files[`${m.kind}.gguf`] = abs(m.gguf);
     files[`${m.kind}.q8.gguf`] = abs(m.q8);
@@ -326,44 +322,52 @@ function reportParagraphs(result, pages, models, references, paragraphCount) {
     const widths = [28, 9, 13, 7, 0];
     const line = (cells) => cells.map((c, i) => (i === 0 || i === 4 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join(' ');
     console.log(line(header));
-    let bestOrt = null;
+    const best = { attnlab: null, ort: null };
     for (const [page, r] of Object.entries(pages)) {
       const engines = r.models[m.kind].engines;
+      const pageBest = {};
       for (const [name, e] of Object.entries(engines)) {
         const b = bleu[m.kind][`${page}/${name}`];
         e.bleu_13a = b.bleu_13a;
         console.log(line([`${page} ${name}`, fmt(e.words_per_s, 0), fmt(e.paragraph_ms_median, 0), fmt(b.bleu_13a, 2), e.api]));
-        if (name.startsWith('ort') && (!bestOrt || e.words_per_s > bestOrt.engine.words_per_s)) bestOrt = { page, name, engine: e };
+        const engine = name.split('_')[0];
+        if (!pageBest[engine] || e.words_per_s > pageBest[engine].engine.words_per_s) pageBest[engine] = { page, name, engine: e };
+        if (!best[engine] || e.words_per_s > best[engine].engine.words_per_s) best[engine] = { page, name, engine: e };
       }
-      result.paragraphs.pages[page] = { cross_origin_isolated: r.crossOriginIsolated, ort_threads: r.ortThreads, seconds: r.seconds };
+      const f32Gap = Math.abs(engines[`attnlab_f32_t${r.threads}`].bleu_13a - engines[`ort_f32_t${r.threads}`].bleu_13a);
+      console.log(`  ${page} (${r.threads} thread${r.threads > 1 ? 's' : ''}; attnlab build ${r.attnlabEngine?.build ?? 'single-thread (the module names none)'}): ` +
+                  `attnlab's best ÷ ORT's best in this page ${fmt(ratio(pageBest.attnlab.engine.words_per_s, pageBest.ort.engine.words_per_s))}x; ` +
+                  `f32 engines' BLEU differ by ${fmt(f32Gap, 2)} (${f32Gap <= 0.5 ? 'within' : 'MORE than'} 0.5: ` +
+                  `${f32Gap <= 0.5 ? 'a same-weights comparison' : 'NOT a same-weights comparison'})`);
+      result.paragraphs.pages[page] = { cross_origin_isolated: r.crossOriginIsolated, threads: r.threads, seconds: r.seconds,
+                                        attnlab_engine: r.attnlabEngine };
     }
-    // attnlab's best in the page where ORT was at its best, so the ratio is of engines interleaved in one page.
-    const pageEngines = pages[bestOrt.page].models[m.kind].engines;
-    const bestAttnlab = Object.entries(pageEngines).filter(([name]) => name.startsWith('attnlab'))
-      .reduce((a, b) => (b[1].words_per_s > a[1].words_per_s ? b : a));
-    const ratioValue = ratio(bestAttnlab[1].words_per_s, bestOrt.engine.words_per_s);
     const differs = Object.values(bleu[m.kind]).reduce((n, b) => n + (b.detokenization_differs ?? 0), 0);
     if (differs) console.log(`  (the detokenizer ORT's ids go through differs from attnlab's own text on ${differs} sentences)`);
-    const f32Gap = Math.abs(pageEngines.attnlab_f32_t1.bleu_13a - pageEngines[`ort_f32_t${pages[bestOrt.page].ortThreads}`].bleu_13a);
-    console.log(`${m.kind} paragraphs: attnlab at its best (${bestAttnlab[0]}, ${fmt(bestAttnlab[1].words_per_s, 0)} words/s) ÷ ORT at its ` +
-                `best (${bestOrt.page} ${bestOrt.name}, ${fmt(bestOrt.engine.words_per_s, 0)} words/s) = ${fmt(ratioValue)}x; ` +
-                `same f32 weights: BLEU differs by ${fmt(f32Gap, 2)} (${f32Gap <= 0.5 ? 'within' : 'MORE than'} 0.5)`);
+    const ratioValue = ratio(best.attnlab.engine.words_per_s, best.ort.engine.words_per_s);
+    console.log(`${m.kind} paragraphs: attnlab at its best (${best.attnlab.page} ${best.attnlab.name}, ${fmt(best.attnlab.engine.words_per_s, 0)} ` +
+                `words/s, BLEU ${fmt(best.attnlab.engine.bleu_13a, 2)}) ÷ ORT at its best (${best.ort.page} ${best.ort.name}, ` +
+                `${fmt(best.ort.engine.words_per_s, 0)} words/s, BLEU ${fmt(best.ort.engine.bleu_13a, 2)}) = ${fmt(ratioValue)}x` +
+                (best.attnlab.page === best.ort.page ? ' (interleaved in one page)' : ' (from two pages run one after the other)'));
     result[`paragraph_vs_ort_${m.kind}`] = ratioValue;
-    result[`paragraph_${m.kind}`] = { best_attnlab: bestAttnlab[0], best_ort: `${bestOrt.page}/${bestOrt.name}`, f32_bleu_gap: f32Gap,
-                                      attnlab_api: bestAttnlab[1].api,
+    result[`paragraph_${m.kind}`] = { best_attnlab: `${best.attnlab.page}/${best.attnlab.name}`, best_ort: `${best.ort.page}/${best.ort.name}`,
+                                      attnlab_api: best.attnlab.engine.api,
                                       pages: Object.fromEntries(Object.entries(pages).map(([page, r]) => [page, r.models[m.kind].engines])) };
   }
-  const t2 = pages.t2?.models;
-  if (t2 && Object.keys(t2.rnn.engines).some((name) => name.endsWith('_t2') && name.startsWith('attnlab'))) {
-    const speedups = models.map((m) => {
-      const e = t2[m.kind].engines;
-      const best = (suffix) => Math.max(...Object.entries(e).filter(([n]) => n.startsWith('attnlab') && n.endsWith(suffix)).map(([, x]) => x.words_per_s));
-      return ratio(best('_t2'), best('_t1'));
-    });
+  // attnlab 2 threads ÷ 1: its best of f32/q8_0 in the 2-thread page over its best in the 1-thread page, when the
+  // 2-thread page ran the threaded build.
+  const threaded = pages.t2?.attnlabEngine;
+  if (threaded?.build === 'threaded' && threaded.threads === 2) {
+    const bestIn = (page, kind) => Math.max(...Object.entries(pages[page].models[kind].engines)
+      .filter(([n]) => n.startsWith('attnlab')).map(([, x]) => x.words_per_s));
+    const speedups = models.map((m) => ratio(bestIn('t2', m.kind), bestIn('t1', m.kind)));
     result.threads_speedup = Math.min(...speedups);
-    console.log(`attnlab 2 threads ÷ 1 (paragraphs, words/s, best of f32/q8_0 each): ${models.map((m, i) => `${m.kind} ${fmt(speedups[i])}x`).join(', ')}`);
+    result.threads_speedup_by_model = Object.fromEntries(models.map((m, i) => [m.kind, speedups[i]]));
+    console.log(`attnlab 2 threads ÷ 1 (paragraphs, words/s, best of f32/q8_0 in each page): ` +
+                `${models.map((m, i) => `${m.kind} ${fmt(speedups[i])}x`).join(', ')}`);
   } else {
-    result.threads_speedup_reason = 'no threaded attnlab build selected (bench_translate.mjs --attnlab-threaded LOADOPTIONS_JSON)';
+    result.threads_speedup_reason = `the 2-thread page ran attnlab's ${threaded?.build ?? 'single-thread'} build ` +
+      `(${threaded?.build ? `${threaded.threads} threads` : 'engineInfo() names no build: this tree has no threaded one'})`;
     console.log(`threads_speedup: null (${result.threads_speedup_reason})`);
   }
 }
@@ -389,7 +393,7 @@ function reportProfile(result, models, node, floors, coreSteps) {
   }
 }
 
-// The paragraph pages (ORT at 1 and at 2 threads); paragraphs: test2016 from its first line, 8 sentences each,
+// The paragraph pages (both engines at 1, then at 2 threads); paragraphs: test2016 from its first line, 8 sentences each,
 // paragraph 0 every engine's warm-up.
 async function runParagraphs(args, models, sourceFile, paragraphHarness) {
   const allSources = readFileSync(sourceFile, 'utf8').split('\n').filter((x) => x.trim());
@@ -400,14 +404,12 @@ async function runParagraphs(args, models, sourceFile, paragraphHarness) {
     return { texts, words: texts.reduce((n, t) => n + paragraphHarness.wordCount(t), 0) };
   });
   const paragraphModels = [{ ...models[0], q8: args.rnnQ8 }, { ...models[1], q8: args.transformerQ8 }];
-  const attnlabBuilds = [{ name: 't1', loadOptions: {} }];
-  if (args.attnlabThreaded) attnlabBuilds.push({ name: 't2', loadOptions: args.attnlabThreaded });
   const pages = {};
   if (args.browser) {
-    for (const ortThreads of [1, 2]) {
+    for (const threads of [1, 2]) {
       const t0 = Date.now();
-      pages[`t${ortThreads}`] = await paragraphPage(paragraphModels, paragraphs, ortThreads, attnlabBuilds);
-      pages[`t${ortThreads}`].seconds = (Date.now() - t0) / 1000;
+      pages[`t${threads}`] = await paragraphPage(paragraphModels, paragraphs, threads);
+      pages[`t${threads}`].seconds = (Date.now() - t0) / 1000;
     }
   }
   return { pages, models: paragraphModels, references, count: paragraphCount };

@@ -1,9 +1,11 @@
 // Headless Chromium side of the paragraph benchmark (driven by bench/bench_translate.mjs): per model, attnlab
-// (f32 and q8_0 weights, each build the page is given) and onnxruntime-web (f32 and dynamic-int8 graphs) translate
-// the same 8-sentence paragraphs with beam 4, interleaved paragraph by paragraph, in the page's thread. ORT's
-// thread count is one per page (its wasm module starts its pool once), so the driver opens one page per count.
-// Sets window.benchResult = { crossOriginIsolated, ortThreads, models: { kind: { engines, outputs } } } or { error }.
-import { loadModel } from '/web/lib/index.mjs';
+// (f32 and q8_0 weights) and onnxruntime-web (f32 and dynamic-int8 graphs) translate the same 8-sentence
+// paragraphs with beam 4, interleaved paragraph by paragraph, in the page's thread. Both engines fix their thread
+// count once per realm (ORT starts its pool with the first session, attnlab loads its single-thread or threaded
+// build with the first model: env.threads), so the driver opens one page per thread count, both engines at it.
+// Sets window.benchResult = { crossOriginIsolated, threads, attnlabEngine, models: { kind: { engines, outputs } } }
+// or { error }.
+import { engineInfo, env, loadModel } from '/web/lib/index.mjs';
 import * as ort from '/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs';
 import { attnlabParagraphRunner, benchParagraphs, ortParagraphRunner, sourceIdsOf, summarizeParagraphs }
   from '/bench/paragraph_harness.mjs';
@@ -14,9 +16,10 @@ const log = (text) => { document.getElementById('log').textContent = text; };
 async function main() {
   const config = await (await fetch('/config.json')).json();
   ort.env.wasm.wasmPaths = '/node_modules/onnxruntime-web/dist/';
-  ort.env.wasm.numThreads = config.ortThreads;
+  ort.env.wasm.numThreads = config.threads;
   ort.env.wasm.proxy = false;
-  if (config.ortThreads > 1 && !self.crossOriginIsolated) throw new Error('ORT threads need a cross-origin isolated page');
+  env.threads = config.threads;
+  if (config.threads > 1 && !self.crossOriginIsolated) throw new Error('threads need a cross-origin isolated page');
   const models = {};
   for (const model of config.models) {
     const f32 = await bytesOf(model.gguf);
@@ -24,14 +27,13 @@ async function main() {
     const reference = await loadModel(f32, { useWorker: false, cache: false });
     const ids = await sourceIdsOf(reference, config.paragraphs);
     await reference.dispose();
-    const runners = [];
-    for (const build of config.attnlabBuilds) {
-      const loadOptions = { useWorker: false, cache: false, ...build.loadOptions };
-      runners.push(attnlabParagraphRunner({ name: `attnlab_f32_${build.name}`, loadModel, bytes: f32, loadOptions }));
-      runners.push(attnlabParagraphRunner({ name: `attnlab_q8_${build.name}`, loadModel, bytes: q8, loadOptions }));
-    }
+    const loadOptions = { useWorker: false, cache: false };
+    const runners = [
+      attnlabParagraphRunner({ name: `attnlab_f32_t${config.threads}`, loadModel, bytes: f32, loadOptions }),
+      attnlabParagraphRunner({ name: `attnlab_q8_t${config.threads}`, loadModel, bytes: q8, loadOptions }),
+    ];
     for (const [name, graphs] of Object.entries(model.ort))
-      runners.push(ortParagraphRunner({ name: `ort_${name}_t${config.ortThreads}`, ort, kind: model.kind, info: model.info,
+      runners.push(ortParagraphRunner({ name: `ort_${name}_t${config.threads}`, ort, kind: model.kind, info: model.info,
                                         encoderBytes: await bytesOf(graphs.encoder), decoderBytes: await bytesOf(graphs.decoder),
                                         idsFor: (p) => ids[p] }));
     const results = await benchParagraphs(runners, config.paragraphs,
@@ -46,7 +48,11 @@ async function main() {
     }
     models[model.kind] = { engines, outputs };
   }
-  return { models, ortThreads: config.ortThreads, userAgent: navigator.userAgent, crossOriginIsolated: self.crossOriginIsolated };
+  // Which attnlab build ran ({ build, threads } where the module reports it).
+  const attnlabEngine = await engineInfo().then((info) => ({ build: info.build ?? null, threads: info.threads ?? null }),
+                                                () => ({ build: null, threads: null }));
+  return { models, threads: config.threads, attnlabEngine, userAgent: navigator.userAgent,
+           crossOriginIsolated: self.crossOriginIsolated };
 }
 
 main().then((result) => { window.benchResult = result; log('done'); },
