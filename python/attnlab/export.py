@@ -53,7 +53,8 @@ def export_mobilenet(args):
 
 
 def export_speech(args):
-    report_written(args.out, speech.write(args.checkpoint, args.dtype, args.out))
+    report_written(args.out, speech.write(args.checkpoint, args.dtype, args.out, ctc=not args.no_ctc,
+                                          ctc_weight=args.ctc_weight))
 
 
 def parser():
@@ -78,8 +79,11 @@ def parser():
         p = kind(name, help, run, "a trainer's best.pt / last.pt / epoch-<n>.pt, or an averaged checkpoint")
         p.add_argument("--root", default=ROOT, help="repository root the tokenizer paths are relative to")
 
-    kind("speech", "a Listen, Attend and Spell recognizer (attnlab.gguf.speech)", export_speech,
-         "an attnlab.train.speech checkpoint (best.pt, last.pt or epoch-<n>.pt)")
+    p = kind("speech", "a Listen, Attend and Spell recognizer (attnlab.gguf.speech)", export_speech,
+             "an attnlab.train.speech checkpoint (best.pt, last.pt or epoch-<n>.pt)")
+    p.add_argument("--ctc-weight", type=float, default=None, metavar="W",
+                   help="the joint search's CTC weight stored in the file, 0..1 (default: the training loss's)")
+    p.add_argument("--no-ctc", action="store_true", help="leave out the CTC head: the engine decodes with attention only")
 
     p = kind("caption", "a Show-Attend-Tell captioner with its encoder (attnlab.gguf.captioner)", export_caption,
              "a attnlab.train.caption checkpoint, or an exported single-decoder captioner GGUF file")

@@ -333,9 +333,9 @@ namespace {
 
 Transcription transcribe_mfcc(const models::SpeechRecognizer& model, const Matrix& mfcc,
                               const TranscribeOptions& options) {
+    const float ctc_weight = models::speech_ctc_weight(model, options.ctc_weight);
     const models::SpeechEncoded encoded = models::listen(model, mfcc);
-    const models::SpeechDecoder decoder(model, encoded);
-    const decode::Hypothesis best = decode::search(decoder, models::speech_search_options(options.beam));
+    const decode::Hypothesis best = models::recognize(model, encoded, options.beam, ctc_weight);
 
     Transcription out;
     out.ids = best.tokens;
@@ -347,6 +347,7 @@ Transcription transcribe_mfcc(const models::SpeechRecognizer& model, const Matri
     for (const std::vector<float>& row : best.scores) out.scores.insert(out.scores.end(), row.begin(), row.end());
     out.log_probability = best.log_probability;
     out.finished = best.finished;
+    out.ctc_weight = ctc_weight;
     return out;
 }
 

@@ -110,7 +110,9 @@ constexpr int kMaxTranslationLength = 1000;
 // Everything the engine refuses beyond a size, in one place, so that front ends check against the engine's own
 // numbers (the JS module's engineInfo().limits, `attnlab version --json`) instead of copies.
 struct TranscribeOptions {
-    int beam = 1;   // 1 = greedy, up to Limits::max_beam
+    int beam = 1;            // 1 = greedy (CTC-aware when ctc_weight > 0), up to Limits::max_beam
+    float ctc_weight = -1;   // λ of the joint score (1 − λ) log p_att + λ log p_ctc, 0..1; 0: attention only;
+                             // -1: the model's (attnlab.las.ctc_weight, 0 for a file without the CTC head)
 };
 
 // A transcript with its alignment: which stretch of audio each character came from.
@@ -126,6 +128,7 @@ struct Transcription {
     std::vector<float> spectrogram;        // [spectrogram_frames × 40] log-mel energies, for display
     float log_probability = 0.0f;          // Σ log p over the characters (and EOS)
     bool finished = false;                 // ended by the model (false: stopped at the length limit)
+    float ctc_weight = 0.0f;               // the λ it was decoded with (0: attention only)
 };
 
 // The longest audio transcribe() takes: attention over much longer stretches needs chunking (not done yet).

@@ -1,8 +1,9 @@
 // The speech recognizer (Listen, Attend and Spell with location-aware attention) against PyTorch
 // (nn/listen_attend_spell.py): a tiny trained model and what PyTorch computes for it
 // (python/attnlab/golden/speech.py -> tests/fixtures/speech/las{,.q8_0,.expected}.gguf), layer by layer, step by
-// step and through greedy and beam search; the Q8_0 export; and the refusals: files of another kind or shape,
-// features too short or malformed.
+// step and through greedy and beam search; the CTC head and the joint CTC/attention search against its Python twin
+// (nn/joint_decoding.py); the Q8_0 export (written without the head); and the refusals: files of another kind or
+// shape, features too short or malformed, CTC weights out of range.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -117,6 +118,9 @@ TEST_CASE("speech recognizer: the file's sizes and character table") {
     CHECK(models::spell(model, {2, 30, 10, 24, 4, 5, 3}) == "yes '");
     CHECK_THROWS_AS(models::spell(model, {32}), Error);
     CHECK_FALSE(model.speller.ih.quantized());
+    REQUIRE(model.has_ctc);
+    CHECK(model.ctc_weight == doctest::Approx(expected_file().get_f32("expected.ctc_weight")));
+    CHECK(models::speech_ctc_weight(model, -1.0f) == model.ctc_weight);
     const decode::SearchOptions options = models::speech_search_options(3);
     CHECK(options.beam == 3);
     CHECK(decode::max_target_length(options, 11) ==
@@ -278,8 +282,88 @@ TEST_CASE("speech recognizer: greedy and beam-3 search give PyTorch's characters
     CHECK(std::unique(texts.begin(), texts.end()) - texts.begin() >= 5);
 }
 
+TEST_CASE("speech recognizer: the CTC head and the joint CTC/attention search give PyTorch's numbers and characters") {
+    const models::SpeechRecognizer& model = f32_model();
+    const gguf::File& expected = expected_file();
+    const float lambda = expected.get_f32("expected.ctc_weight");
+    REQUIRE((lambda > 0.0f && lambda < 1.0f));
+    {
+        const models::SpeechEncoded encoded = models::listen(model, features_of(0));
+        const int S = rows(encoded.annotations), V = model.config.vocab;
+        const Matrix log_probs = expected.load_f32<2>("probe.ctc_log_probs", {S, V});
+        REQUIRE(encoded.ctc_log_probabilities.shape() == log_probs.shape());
+        const double error = max_abs_diff(encoded.ctc_log_probabilities.data(), log_probs.data(), log_probs.size());
+        MESSAGE("CTC log-probabilities max |engine - PyTorch| " << error);
+        CHECK(error < 1e-4);
+    }
+    decode::SearchOptions beam = models::speech_search_options(int(expected.get_u32("expected.beam")));
+    beam.length_penalty = expected.get_f32("expected.alpha");
+    const int utterances = int(expected.get_u32("expected.utterances"));
+    int differ_from_attention = 0, ctc_alone_differs = 0;
+    double attention_error = 0;
+    for (int i = 0; i < utterances; ++i) {
+        const std::string p = utterance(i);
+        CAPTURE(i);
+        const models::SpeechEncoded encoded = models::listen(model, features_of(i));
+        const int S = rows(encoded.annotations);
+        const decode::Hypothesis greedy = models::joint_search(model, encoded, models::speech_search_options(), lambda);
+        CHECK(greedy.tokens == expected.get_i32_array(p + "joint_greedy_ids"));
+        CHECK(greedy.finished);
+        check_rows_are_distributions(greedy, S);
+        const decode::Hypothesis best = models::joint_search(model, encoded, beam, lambda);
+        const std::vector<int32_t> joint_ids = expected.get_i32_array(p + "joint_beam_ids");
+        REQUIRE(best.tokens == joint_ids);
+        check_rows_are_distributions(best, S);
+        if (!best.tokens.empty()) {
+            const Matrix rows_expected = expected.load_f32<2>(p + "joint_beam_attention", {int(best.tokens.size()), S});
+            for (std::size_t t = 0; t < best.tokens.size(); ++t)
+                attention_error = std::max(attention_error, max_abs_diff(best.attention[t].data(),
+                                                                         rows_expected.data() + t * S, S));
+        }
+        // The attention's own Σ log p is what the result reports, as the attention-only search does.
+        CHECK(std::isfinite(best.log_probability));
+        CHECK(best.log_probability <= 0.0f);
+        const std::vector<int32_t> plain = expected.get_i32_array(p + "beam_ids");
+        differ_from_attention += joint_ids != plain;
+        const decode::Hypothesis ctc_alone = models::joint_search(model, encoded, beam, 1.0f);
+        CHECK(ctc_alone.tokens == expected.get_i32_array(p + "ctc_beam_ids"));
+        ctc_alone_differs += ctc_alone.tokens != joint_ids;
+        // recognize() with no CTC weight is the attention-only search, greedy and beam.
+        CHECK(models::recognize(model, encoded, 1, 0.0f).tokens == expected.get_i32_array(p + "greedy_ids"));
+        CHECK(models::recognize(model, encoded, beam.beam, 0.0f).tokens == plain);
+        CHECK(models::recognize(model, encoded, beam.beam, lambda).tokens == joint_ids);
+    }
+    MESSAGE("joint beam attention max |engine - PyTorch| " << attention_error << "; " << differ_from_attention << " of "
+                                                           << utterances << " joint outputs differ from attention's, "
+                                                           << ctc_alone_differs << " CTC-alone outputs from the joint");
+    CHECK(attention_error < 1e-4);
+    // The fixture's attention-only beam loses characters that CTC keeps: equal outputs alone would test little.
+    CHECK(differ_from_attention >= 2);
+    CHECK(ctc_alone_differs >= 1);
+
+    // The weights a caller may ask for.
+    CHECK(models::speech_ctc_weight(model, 0.0f) == 0.0f);
+    CHECK(models::speech_ctc_weight(model, 1.0f) == 1.0f);
+    for (float bad : {-0.5f, 1.5f, -2.0f, std::numeric_limits<float>::quiet_NaN()}) {
+        CAPTURE(bad);
+        CHECK_THROWS_WITH_AS(models::speech_ctc_weight(model, bad), doctest::Contains("ctc weight must be between 0 and 1"),
+                             Error);
+    }
+    const models::SpeechEncoded encoded = models::listen(model, features_of(0));
+    CHECK_THROWS_AS(models::joint_search(model, encoded, beam, 0.0f), Error);
+    decode::SearchOptions too_wide = beam;
+    too_wide.beam = decode::kMaxBeam + 1;
+    CHECK_THROWS_WITH_AS(models::joint_search(model, encoded, too_wide, lambda), doctest::Contains("beam width"), Error);
+}
+
 TEST_CASE("speech recognizer: the Q8_0 export loads, transcribes, and keeps the greedy characters where margins allow") {
     const models::SpeechRecognizer q8 = models::load_speech_recognizer(gguf::File::open(fixture("las.q8_0.gguf")));
+    // Written without the CTC head: it decodes with attention alone, and asking for CTC is refused.
+    CHECK_FALSE(q8.has_ctc);
+    CHECK(q8.ctc_weight == 0.0f);
+    CHECK(models::speech_ctc_weight(q8, -1.0f) == 0.0f);
+    CHECK_THROWS_WITH_AS(models::speech_ctc_weight(q8, 0.3f), doctest::Contains("no CTC head"), Error);
+    CHECK(models::listen(q8, features_of(0)).ctc_log_probabilities.size() == 0);
     CHECK(q8.speller.ih.quantized());
     CHECK(q8.embedding.quantized());
     CHECK(q8.listener[1].forward.ih.quantized());
@@ -339,6 +423,12 @@ TEST_CASE("speech recognizer: files of another kind or shape are refused with a 
         rename_tensor(missing, "attn.W_f.weight", "attn.W_x.weight");
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(missing)),
                              doctest::Contains("attn.W_f.weight"), Error);
+    }
+    {   // A CTC head without its bias is refused by name (ctc.weight alone is no head the search could use).
+        std::vector<uint8_t> half_head = bytes;
+        rename_tensor(half_head, "ctc.bias", "ctc.bia_");
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(half_head)),
+                             doctest::Contains("ctc.bias"), Error);
     }
     {
         std::vector<uint8_t> no_scale = bytes;

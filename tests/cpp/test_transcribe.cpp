@@ -49,7 +49,14 @@ TEST_CASE("transcribe_features: the fixture's greedy and beam characters, with o
         CAPTURE(i);
         const Matrix features = expected.load_f32<2>(p + "features", {-1, 13});
         const int T = int(features.shape()[0]);
-        const Transcription greedy = model.transcribe_features(features.data(), T, 13);
+        // The file has a CTC head: by default its weight (expected.ctc_weight) takes part, at every beam.
+        const Transcription joint = model.transcribe_features(features.data(), T, 13);
+        CHECK(joint.ids == expected.get_i32_array(p + "joint_greedy_ids"));
+        CHECK(joint.ctc_weight == expected.get_f32("expected.ctc_weight"));
+        TranscribeOptions attention_only;
+        attention_only.ctc_weight = 0.0f;
+        const Transcription greedy = model.transcribe_features(features.data(), T, 13, attention_only);
+        CHECK(greedy.ctc_weight == 0.0f);
         CHECK(greedy.ids == expected.get_i32_array(p + "greedy_ids"));
         CHECK(greedy.text == expected.get_string(p + "greedy_text"));
         REQUIRE(greedy.characters.size() == greedy.ids.size());
@@ -68,7 +75,11 @@ TEST_CASE("transcribe_features: the fixture's greedy and beam characters, with o
         beam.beam = int(expected.get_u32("expected.beam"));
         // The fixture's beam results were searched with length penalty expected.alpha = 1, the engine's default.
         REQUIRE(expected.get_f32("expected.alpha") == 1.0f);
+        CHECK(model.transcribe_features(features.data(), T, 13, beam).ids == expected.get_i32_array(p + "joint_beam_ids"));
+        beam.ctc_weight = 0.0f;
         CHECK(model.transcribe_features(features.data(), T, 13, beam).ids == expected.get_i32_array(p + "beam_ids"));
+        beam.ctc_weight = 1.0f;
+        CHECK(model.transcribe_features(features.data(), T, 13, beam).ids == expected.get_i32_array(p + "ctc_beam_ids"));
     }
 }
 
@@ -110,6 +121,26 @@ TEST_CASE("transcribe refuses what it cannot transcribe, with a message") {
     zero_beam.beam = 0;
     CHECK_THROWS_WITH_AS(model.transcribe(half_second.data(), half_second.size(), 16000, zero_beam),
                          Contains("beam width must be between 1 and 64, got 0"), Error);
+    for (float weight : {1.5f, -0.5f, std::numeric_limits<float>::quiet_NaN()}) {
+        TranscribeOptions bad_weight;
+        bad_weight.ctc_weight = weight;
+        CHECK_THROWS_WITH_AS(model.transcribe(half_second.data(), half_second.size(), 16000, bad_weight),
+                             Contains("ctc weight must be between 0 and 1"), Error);
+    }
+    // A file written without the CTC head decodes with attention alone and refuses a CTC weight, as an option.
+    const Model attention_only = Model::open(test::source_path("tests/fixtures/speech/las.q8_0.gguf"));
+    CHECK(attention_only.transcribe(half_second.data(), half_second.size(), 16000).ctc_weight == 0.0f);
+    TranscribeOptions with_ctc;
+    with_ctc.ctc_weight = 0.3f;
+    bool refused = false;
+    try {
+        attention_only.transcribe(half_second.data(), half_second.size(), 16000, with_ctc);
+    } catch (const Error& e) {
+        refused = true;
+        CHECK(std::string(e.what()).find("no CTC head") != std::string::npos);
+        CHECK(e.kind() == ErrorKind::options);
+    }
+    CHECK(refused);
     const std::vector<float> twelve(13 * 10, 0.0f);
     CHECK_THROWS_WITH_AS(model.transcribe_features(twelve.data(), 10, 12),
                          Contains("reads 13 coefficients per frame, got 12"), Error);

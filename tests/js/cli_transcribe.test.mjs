@@ -101,3 +101,35 @@ test('transcribe refuses models that cannot transcribe, and a call without files
   assert.equal(none.status, 1);
   assert.match(none.stderr, /transcribe needs at least one AUDIO file/);
 });
+
+test('transcribe --ctc-weight: the file\'s weight by default, an explicit one is the one used, bad values are refused', () => {
+  const files = [audio('speech.wav'), audio('synth_16k_pcm16.wav')];
+  const byWeight = (flags) => {
+    const r = run(['transcribe', '--model', model, '--json', '--beam', '3', ...flags, ...files]);
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.trim().split('\n').map((line) => JSON.parse(line));
+  };
+  const fixtureWeight = Math.fround(0.3);   // the fixture's attnlab.las.ctc_weight (float32)
+  const byDefault = byWeight([]);
+  assert.deepEqual(byDefault.map((t) => t.ctc_weight), [fixtureWeight, fixtureWeight].map((w) => Number(w.toPrecision(12))));
+  assert.deepEqual(byWeight(['--ctc-weight', '-1']), byDefault);
+  for (const weight of ['0', '1', '0.5']) {
+    assert.deepEqual(byWeight(['--ctc-weight', weight]).map((t) => t.ctc_weight), [Number(weight), Number(weight)]);
+  }
+  for (const [bad, message] of [['x', /--ctc-weight needs a number from 0 to 1 \(or -1, the model's\), got 'x'/],
+                                ['0.3x', /--ctc-weight needs a number .* got '0\.3x'/],
+                                ['nan', /--ctc-weight needs a number .* got 'nan'/],
+                                ['2', /ctc weight must be between 0 and 1 \(or -1 for the model's\), got 2$/m]]) {
+    const r = run(['transcribe', '--model', model, '--ctc-weight', bad, audio('speech.wav')]);
+    assert.equal(r.status, 1, bad);
+    assert.match(r.stderr, message, bad);
+  }
+  // A file without the CTC head refuses a positive weight; the other commands take no --ctc-weight at all.
+  const headless = run(['transcribe', '--model', join(root, 'tests/fixtures/speech/las.q8_0.gguf'), '--ctc-weight', '0.3',
+                        audio('speech.wav')]);
+  assert.equal(headless.status, 1);
+  assert.match(headless.stderr, /this speech model has no CTC head/);
+  const translate = run(['translate', '--model', join(root, 'tests/fixtures/rnn/additive.gguf'), '--ctc-weight', '0.3', 'hi']);
+  assert.equal(translate.status, 1);
+  assert.match(translate.stderr, /translate takes no --ctc-weight/);
+});

@@ -1,5 +1,6 @@
 """The speech recognizer's GGUF schema (attnlab.gguf.speech): the keys the engine reads, the tensors it stores and
-how, and a file read back into the same PyTorch model."""
+how (the CTC head and its decoding weight included, or left out on request), and a file read back into the same
+PyTorch model."""
 import os
 import tempfile
 import unittest
@@ -22,9 +23,9 @@ class SpeechSchemaTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def written(self, dtype, what=None):
+    def written(self, dtype, what=None, **options):
         path = os.path.join(self.dir.name, f"las.{dtype}.gguf")
-        speech.write(what if what is not None else self.model, dtype, path)
+        speech.write(what if what is not None else self.model, dtype, path, **options)
         return path
 
     def test_metadata_keys(self):
@@ -42,8 +43,25 @@ class SpeechSchemaTest(unittest.TestCase):
         names = {name for name, _, _, _ in tensors}
         self.assertIn("feature_scale", names)
         self.assertIn("attn.F.weight", names)
-        self.assertFalse(any(name.startswith("ctc.") for name in names), "the CTC head is training-only")
-        self.assertEqual(names, {k for k in self.model.state_dict() if not k.startswith("ctc.")})
+        self.assertEqual(names, set(self.model.state_dict()), "every tensor, the CTC head included")
+        self.assertIn("ctc.weight", names)
+        self.assertAlmostEqual(meta[p + "ctc_weight"], speech.DEFAULT_CTC_WEIGHT, places=6)
+
+    def test_ctc_head_left_out_or_weighted(self):
+        _, kvs, tensors, _, _ = read_gguf(self.written("f32", ctc=False))
+        self.assertNotIn(speech.ARCH + ".ctc_weight", {k for k, _, _ in kvs})
+        self.assertEqual({name for name, _, _, _ in tensors}, {k for k in self.model.state_dict() if not k.startswith("ctc.")})
+        headless = speech.load(os.path.join(self.dir.name, "las.f32.gguf"))
+        self.assertEqual(headless.ctc_weight, 0.0)
+        self.assertEqual(float(headless.state_dict()["ctc.weight"].abs().sum()), 0.0)
+        # A checkpoint's training CTC weight is the file's default; an explicit one wins.
+        checkpoint = {"config": self.model.cfg.to_dict(), "model": self.model.state_dict(),
+                      "meta": {"args": {"ctc_weight": 0.2}}}
+        self.assertAlmostEqual(speech.load(self.written("f16", checkpoint)).ctc_weight, 0.2, places=6)
+        self.assertAlmostEqual(speech.load(self.written("f16", checkpoint, ctc_weight=0.45)).ctc_weight, 0.45, places=6)
+        for bad in (-0.1, 1.5):
+            with self.assertRaises(ValueError):
+                self.written("f16", ctc_weight=bad)
 
     def test_storage_types_under_q8_0(self):
         _, _, tensors, _, _ = read_gguf(self.written("q8_0"))
@@ -60,10 +78,7 @@ class SpeechSchemaTest(unittest.TestCase):
         path = self.written("f32", checkpoint)
         loaded = speech.load(path)
         for name, value in self.model.state_dict().items():
-            if name.startswith("ctc."):
-                self.assertEqual(float(loaded.state_dict()[name].abs().sum()), 0.0)
-            else:
-                self.assertTrue(torch.equal(loaded.state_dict()[name], value), name)
+            self.assertTrue(torch.equal(loaded.state_dict()[name], value), name)
         meta = {k: v for k, _, v in read_gguf(path)[1]}
         self.assertAlmostEqual(meta["attnlab.training_seconds"], 12.5)
         self.assertAlmostEqual(meta["attnlab.val_cer"], 0.25)

@@ -7,7 +7,9 @@ Tensors keep their PyTorch state_dict names and shapes (the module docstring of 
 equations), including the `feature_scale` buffer. Matrices are stored as dtype (f32, f16 or q8_0; q8_0 needs the
 innermost dimension % 32 == 0, anything else falls back to f16: the location filters `attn.F.weight` [K, 1, width]
 and `attn.W_f.weight` [A, K] usually do); 1-D tensors (biases, feature_scale) are always f32. The CTC head
-(`ctc.*`) only shapes the listener during training and is not stored.
+(`ctc.weight` [V, 2E], `ctc.bias` [V]) is stored with them: the engine's joint CTC/attention search
+(attnlab.nn.joint_decoding) reads it. A file without it (written before it was kept, or with ctc=False) still
+loads and decodes with attention alone.
 
 Metadata keys:
     general.architecture                     "attnlab.las"
@@ -24,6 +26,9 @@ Metadata keys:
     attnlab.las.frame_rate                   input frames per second (100)
     attnlab.las.time_reduction               input frames per annotation (4: two pair-stacking listener layers)
     attnlab.las.characters                   string array [V]: id -> "<pad>", "<unk>", "<s>", "</s>", " ", "'", "a".."z"
+    attnlab.las.ctc_weight                   float32, only with the CTC head: the decoding weight lambda of the joint
+                                             score (1 - lambda) log p_att + lambda log p_ctc (default: the training
+                                             loss's CTC weight; the engine takes 0.3 where the head has no key)
     attnlab.training_seconds / attnlab.val_cer   for the model card, when the checkpoint's state has them
 """
 import os
@@ -38,26 +43,33 @@ from attnlab.nn.listen_attend_spell import VOCAB, Config, ListenAttendSpell
 ARCH = "attnlab.las"
 FRAME_RATE = 100        # attnlab.audio.features: 10 ms hop
 TIME_REDUCTION = 4      # two listener layers, each stacking frame pairs
-TRAINING_ONLY = ("ctc.",)
+CTC_HEAD = ("ctc.",)
+DEFAULT_CTC_WEIGHT = 0.3   # the training loss's default (attnlab.train.speech --ctc-weight)
 
 
 def _model_and_state(model_or_checkpoint):
-    """A ListenAttendSpell, a checkpoint dict or a .pt path -> (model in eval mode, training state dict or None)."""
+    """A ListenAttendSpell, a checkpoint dict or a .pt path -> (model in eval mode, training state dict or None,
+    the training loss's CTC weight or None)."""
     if isinstance(model_or_checkpoint, ListenAttendSpell):
-        return model_or_checkpoint.eval(), None
+        return model_or_checkpoint.eval(), None, None
     ck = model_or_checkpoint
     if isinstance(ck, (str, os.PathLike)):
         ck = torch.load(ck, map_location="cpu")
     model = ListenAttendSpell(Config(**ck["config"]))
     model.load_state_dict(ck["model"])
-    return model.eval(), ck.get("state")
+    return model.eval(), ck.get("state"), ck.get("meta", {}).get("args", {}).get("ctc_weight")
 
 
-def write(model_or_checkpoint, dtype, out, name="speech-las"):
+def write(model_or_checkpoint, dtype, out, name="speech-las", ctc=True, ctc_weight=None):
     """A ListenAttendSpell or its checkpoint (dict or .pt path with "config" and "model") -> out.
-    Returns tensor counts by storage type."""
+    ctc: store the CTC head (False writes an attention-only file); ctc_weight: the decoding weight stored with it
+    (None: the checkpoint's training CTC weight, else DEFAULT_CTC_WEIGHT). Returns tensor counts by storage type."""
     check_export_dtype(dtype, "dtype")
-    model, state = _model_and_state(model_or_checkpoint)
+    model, state, trained_ctc_weight = _model_and_state(model_or_checkpoint)
+    if ctc_weight is None:
+        ctc_weight = DEFAULT_CTC_WEIGHT if trained_ctc_weight is None else float(trained_ctc_weight)
+    if not 0.0 <= ctc_weight <= 1.0:
+        raise ValueError(f"ctc_weight must be in [0, 1], got {ctc_weight}")
     cfg = model.cfg
     if cfg.vocab != len(VOCAB):
         raise ValueError(f"the model has {cfg.vocab} outputs but the character table has {len(VOCAB)}")
@@ -76,12 +88,14 @@ def write(model_or_checkpoint, dtype, out, name="speech-las"):
     w.add_uint32(p + "frame_rate", FRAME_RATE)
     w.add_uint32(p + "time_reduction", TIME_REDUCTION)
     w.add_array(p + "characters", list(VOCAB), "string")
+    if ctc:
+        w.add_float32(p + "ctc_weight", float(ctc_weight))
     state = state or {}
     if "train_seconds" in state:
         w.add_float32("attnlab.training_seconds", float(state["train_seconds"]))
     if state.get("best_cer", -1) >= 0:
         w.add_float32("attnlab.val_cer", float(state["best_cer"]))
-    exported = {k: v for k, v in model.state_dict().items() if not k.startswith(TRAINING_ONLY)}
+    exported = {k: v for k, v in model.state_dict().items() if ctc or not k.startswith(CTC_HEAD)}
     counts = add_state_dict(w, exported, dtype)
     w.write()
     return counts
@@ -103,15 +117,18 @@ def config_from_metadata(meta):
 
 def load(path):
     """A speech GGUF file -> ListenAttendSpell (eval mode) with its weights, f16/q8_0 dequantized as the engine reads
-    them. The CTC head is not in the file: it is zero (it does not take part in decoding)."""
+    them, and `ctc_weight`: the file's decoding weight (attnlab.las.ctc_weight, DEFAULT_CTC_WEIGHT where the head
+    has no key), 0.0 for a file without the CTC head, whose ctc.* weights are then zero."""
     meta, tensors = read_gguf_tensors(path)
     check_architecture(meta, ARCH, path)
     model = ListenAttendSpell(config_from_metadata(meta))
     expected = model.state_dict()
-    needed = {k for k in expected if not k.startswith(TRAINING_ONLY)}
+    has_head = any(k.startswith(CTC_HEAD) for k in tensors)
+    needed = {k for k in expected if has_head or not k.startswith(CTC_HEAD)}
     missing, extra = sorted(needed - set(tensors)), sorted(set(tensors) - needed)
     if missing or extra:
         raise ValueError(f"{path}: tensors missing {missing}, unexpected {extra}")
     weights = {k: torch.from_numpy(tensors[k]) if k in needed else torch.zeros_like(v) for k, v in expected.items()}
     model.load_state_dict(weights)
+    model.ctc_weight = float(meta.get(ARCH + ".ctc_weight", DEFAULT_CTC_WEIGHT)) if has_head else 0.0
     return model.eval()

@@ -9,11 +9,13 @@ Needs no data: the features are drawn by the script (seeded) and stored in the e
 seeded, one thread; a second run writes byte-identical files. Checked by tests/cpp/test_speech_recognizer.cpp.
 
 Files:
-  las.gguf            the model as speech.write(..., "f32") writes it
-  las.q8_0.gguf       the same model as q8_0 (loads and transcribes; characters may differ on near ties)
+  las.gguf            the model as speech.write(..., "f32") writes it, with its CTC head (ctc_weight 0.3)
+  las.q8_0.gguf       the same model as q8_0 without the CTC head (loads and transcribes with attention alone;
+                      characters may differ on near ties)
   las.expected.gguf   architecture "attnlab.fixture", what PyTorch computes for las.gguf:
       expected.utterances (uint32 N), expected.beam (uint32 3), expected.alpha (float32 1.0),
       expected.max_length_ratio (float32 2.0), expected.max_length_extra (uint32 10): ListenAttendSpell.greedy's limit
+      expected.ctc_weight (float32 0.3): the file's joint-search weight
       utterance.<i>.features [T, 13]      raw features (before CMN) fed to listen()
       utterance.<i>.transcript           what it was trained to spell ("" for the unseen inputs)
       utterance.<i>.greedy_ids           int32 array, greedy characters (no BOS/EOS; pad/unk/bos never written)
@@ -21,11 +23,15 @@ Files:
       utterance.<i>.greedy_attention / .greedy_scores   [L, S]: the weights and raw scores of the step that wrote
                                          each greedy character
       utterance.<i>.beam_ids / .beam_text   attnlab.nn.decoding.beam_search(beam=3, alpha=1.0), same limit and bans
+      utterance.<i>.joint_greedy_ids / .joint_beam_ids / .joint_beam_attention [L, S]   attnlab.nn.joint_decoding.
+                                         joint_search at beam 1 and 3 with ctc_weight 0.3
+      utterance.<i>.ctc_beam_ids        joint_search at beam 3 with ctc_weight 1 (CTC prefix scores alone)
       probe.normalized [T, 13], probe.listener0 [T/2, 2E], probe.annotations [S, 2E], probe.keys [S, A] (W_k h + b_k),
       probe.s0 [H]                       the listener for utterance 0, layer by layer
       probe.tokens  int32 array          the tokens fed to the first speller steps (BOS, then greedy characters)
       probe.logits [P, V], probe.states [P, H], probe.weights [P, S], probe.scores [P, S], probe.context [P, 2E],
       probe.location_features [P, S, K]  each step from a_0 = one-hot on frame 0 (raw logits: nothing banned)
+      probe.ctc_log_probs [S, V]         log_softmax of the CTC head over the annotations
 """
 import argparse
 import os
@@ -36,6 +42,7 @@ import torch
 from attnlab.gguf import speech
 from attnlab.gguf.writer import GGUFWriter
 from attnlab.nn.decoding import BOS_ID, EOS_ID, beam_search
+from attnlab.nn.joint_decoding import ctc_log_probs, joint_search
 from attnlab.nn.listen_attend_spell import (AN4_FEATURE_STD, NEVER_WRITTEN, Config, ListenAttendSpell, decode_ids,
                                             encode_transcript, loss)
 from attnlab.paths import FIXTURES
@@ -51,6 +58,7 @@ BEAM = 3
 ALPHA = 1.0
 MAX_LEN_A, MAX_LEN_B = 2.0, 10    # ListenAttendSpell.greedy: 2 * S + 10
 PROBE_STEPS = 4
+CTC_WEIGHT = 0.3
 
 
 def random_features(rng, frames):
@@ -157,6 +165,7 @@ def add_probe(w, model, features, greedy_ids):
     w.add_tensor("probe.annotations", np32(enc.h[0]))
     w.add_tensor("probe.keys", np32(enc.keys[0]))
     w.add_tensor("probe.s0", np32(enc.s0[0]))
+    w.add_tensor("probe.ctc_log_probs", np32(ctc_log_probs(model, enc.h[0, :enc.S])))
     fed = ([BOS_ID] + greedy_ids)[:PROBE_STEPS]
     s, a = enc.s0, enc.a0
     rows = {k: [] for k in ("logits", "states", "weights", "scores", "context", "location_features")}
@@ -181,12 +190,20 @@ def write_expected(path, model, inputs):
     w.add_float32("expected.alpha", ALPHA)
     w.add_float32("expected.max_length_ratio", MAX_LEN_A)
     w.add_uint32("expected.max_length_extra", MAX_LEN_B)
+    w.add_float32("expected.ctc_weight", CTC_WEIGHT)
     summary = []
     for i, (features, transcript) in enumerate(inputs):
         tokens, weights, scores = greedy_with_attention(model, features)
         if not tokens:
             raise SystemExit(f"{path}: utterance {i} spells nothing; train longer (--steps)")
         best = beam(model, features)
+        # The joint search with no CTC weight is the plain search: the twin's bookkeeping is decoding's.
+        search = dict(alpha=ALPHA, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B)
+        assert joint_search(model, features, beam=1, ctc_weight=0.0, **search)[0] == tokens, "joint greedy, no CTC"
+        assert joint_search(model, features, beam=BEAM, ctc_weight=0.0, **search)[0] == best, "joint beam, no CTC"
+        joint_greedy = joint_search(model, features, beam=1, ctc_weight=CTC_WEIGHT, **search)[0]
+        joint_best, joint_rows, _ = joint_search(model, features, beam=BEAM, ctc_weight=CTC_WEIGHT, **search)
+        ctc_best = joint_search(model, features, beam=BEAM, ctc_weight=1.0, **search)[0]
         p = f"utterance.{i}."
         w.add_tensor(p + "features", features)
         w.add_string(p + "transcript", transcript)
@@ -196,10 +213,16 @@ def write_expected(path, model, inputs):
         w.add_tensor(p + "greedy_scores", np.stack(scores))
         w.add_array(p + "beam_ids", best, "int32")
         w.add_string(p + "beam_text", decode_ids(best))
+        w.add_array(p + "joint_greedy_ids", joint_greedy, "int32")
+        w.add_array(p + "joint_beam_ids", joint_best, "int32")
+        if joint_rows:
+            w.add_tensor(p + "joint_beam_attention", np.stack([np32(r) for r in joint_rows]))
+        w.add_array(p + "ctc_beam_ids", ctc_best, "int32")
         if i == 0:
             add_probe(w, model, features, tokens)
         S = len(features) // 4
-        summary.append((transcript, decode_ids(tokens), decode_ids(best), len(tokens) < int(MAX_LEN_A * S + MAX_LEN_B)))
+        summary.append((transcript, decode_ids(tokens), decode_ids(best), decode_ids(joint_best), decode_ids(ctc_best),
+                        len(tokens) < int(MAX_LEN_A * S + MAX_LEN_B)))
     w.write()
     return summary
 
@@ -218,19 +241,24 @@ def main(argv=None):
     model, final_loss = train_model([f for f, _ in trained], [t for _, t in trained], args.steps, args.seed)
     checkpoint = {"config": model.cfg.to_dict(), "model": model.state_dict()}
     out = os.path.join(args.out, "las.gguf")
-    counts = speech.write(checkpoint, "f32", out, name="speech-las-fixture")
-    q8_counts = speech.write(checkpoint, "q8_0", os.path.join(args.out, "las.q8_0.gguf"), name="speech-las-fixture")
-    # The schema's loader gives back the very model that was written.
+    counts = speech.write(checkpoint, "f32", out, name="speech-las-fixture", ctc_weight=CTC_WEIGHT)
+    q8_path = os.path.join(args.out, "las.q8_0.gguf")
+    q8_counts = speech.write(checkpoint, "q8_0", q8_path, name="speech-las-fixture", ctc=False)
+    # The schema's loader gives back the very model that was written, CTC head included.
     reloaded = speech.load(out)
+    assert abs(reloaded.ctc_weight - CTC_WEIGHT) < 1e-6 and speech.load(q8_path).ctc_weight == 0.0, "ctc_weight not stored"
     for features, _ in trained + unseen:
         assert reloaded.greedy(*batch([features]))[0] == model.greedy(*batch([features]))[0], "speech.load disagrees"
+        assert (joint_search(reloaded, features, beam=BEAM, ctc_weight=CTC_WEIGHT)[0] ==
+                joint_search(model, features, beam=BEAM, ctc_weight=CTC_WEIGHT)[0]), "speech.load's CTC head disagrees"
     expected = os.path.join(args.out, "las.expected.gguf")
     summary = write_expected(expected, model, trained + unseen)
     sizes = {name: os.path.getsize(os.path.join(args.out, name)) for name in sorted(os.listdir(args.out))}
     print(f"loss {final_loss:.3f}; tensors f32 {counts}, q8_0 {q8_counts}; "
           + ", ".join(f"{name} {size / 1e3:.0f} KB" for name, size in sizes.items()))
-    for transcript, greedy, best, ended in summary:
-        print(f"    {'EOS' if ended else 'MAX'} {transcript!r:18} greedy {greedy!r:18} beam {best!r}")
+    for transcript, greedy, best, joint, ctc, ended in summary:
+        print(f"    {'EOS' if ended else 'MAX'} {transcript!r:18} greedy {greedy!r:18} beam {best!r:18} "
+              f"joint {joint!r:18} ctc {ctc!r}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ on the first frame):
     t_i  = tanh(W_t.[s_i ; c_i ; E[y_{i-1}]] + b_t)         (`deep_out.*`)
     logits_i = W_o.t_i + b_o                               (`out.*`) over VOCAB
 Training adds a CTC head on h (`ctc.*`, Kim et al. 2017's joint CTC-attention): it pushes the listener toward
-monotonic, frame-accurate annotations and is not used to decode.
+monotonic, frame-accurate annotations, and the joint search (attnlab.nn.joint_decoding, the engine's twin) scores
+hypotheses with it as well.
 """
 from __future__ import annotations
 

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
@@ -74,6 +77,14 @@ SpeechRecognizer load_speech_recognizer(const gguf::File& file) {
     model.speller = nn::load_gru_cell(file, "speller", c.embedding + memory, H);
     model.deep_output = nn::load_linear(file, "deep_out", H + memory + c.embedding, c.embedding);
     model.output = nn::load_linear(file, "out", c.embedding, c.vocab);
+    model.has_ctc = file.has_tensor("ctc.weight");
+    if (model.has_ctc) {
+        model.ctc = nn::load_linear(file, "ctc", memory, c.vocab);
+        model.ctc_weight = file.has(p + "ctc_weight") ? file.get_f32(p + "ctc_weight") : kDefaultSpeechCtcWeight;
+        check(model.ctc_weight >= 0.0f && model.ctc_weight <= 1.0f,
+              "the speech model's ctc_weight must be between 0 and 1, got " + std::to_string(model.ctc_weight));
+        check(model.pad >= 0, "the speech model has a CTC head but no '<pad>' entry, its blank");
+    }
     return model;
 }
 
@@ -128,6 +139,12 @@ SpeechEncoded listen(const SpeechRecognizer& model, const Matrix& features) {
     // final_hidden rows are [→h_S ; ←h_1], contiguous: exactly init's input.
     nn::linear(model.init, final_hidden.data(), 1, encoded.initial_state.data());
     kernels::activate(encoded.initial_state.data(), encoded.initial_state.size(), kernels::Activation::tanh);
+    if (model.has_ctc) {
+        const int S = rows(encoded.annotations);
+        encoded.ctc_log_probabilities = Matrix::from_shape({static_cast<std::size_t>(S), static_cast<std::size_t>(c.vocab)});
+        nn::linear(model.ctc, encoded.annotations.data(), S, encoded.ctc_log_probabilities.data());
+        kernels::log_softmax_rows(S, c.vocab, encoded.ctc_log_probabilities.data(), c.vocab);
+    }
     return encoded;
 }
 
@@ -189,6 +206,236 @@ decode::SearchOptions speech_search_options(int beam) {
     options.max_length_ratio = kSpeechMaxLengthRatio;
     options.max_length_extra = kSpeechMaxLengthExtra;
     return options;
+}
+
+namespace {
+
+// 0.3 as "0.3", not std::to_string's "0.300000".
+std::string format_weight(float weight) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", static_cast<double>(weight));
+    return text;
+}
+
+}  // namespace
+
+float speech_ctc_weight(const SpeechRecognizer& model, float requested) {
+    if (requested == -1.0f) return model.ctc_weight;
+    check(requested >= 0.0f && requested <= 1.0f,
+          "ctc weight must be between 0 and 1 (or -1 for the model's), got " + format_weight(requested),
+          ErrorKind::options);
+    check(requested == 0.0f || model.has_ctc,
+          "this speech model has no CTC head: it decodes with attention only (ctc weight 0)", ErrorKind::options);
+    return requested;
+}
+
+namespace {
+
+constexpr double kNoPath = -std::numeric_limits<double>::infinity();
+
+// log(e^a + e^b), exact where one side is -inf (numpy's logaddexp, which the Python twin uses).
+double log_add(double a, double b) {
+    if (a == kNoPath) return b;
+    if (b == kNoPath) return a;
+    return a > b ? a + std::log1p(std::exp(b - a)) : b + std::log1p(std::exp(a - b));
+}
+
+// A prefix's CTC forward variables over the S frames: r^n_t (its alignments to frame t end in its last character)
+// and r^b_t (they end in blank), and log p_ctc(prefix...).
+struct CtcPrefix {
+    std::vector<double> ending_in_label, ending_in_blank;
+    double score = 0.0;
+};
+
+// Every one-character extension of `prefix` (`length` characters, the last one `last`): prefix_scores[c] and the
+// extensions' forward variables in labels/blanks [V × S], for the c with extend[c]; the others are left alone.
+void extend_ctc_prefix(const Matrix& log_probabilities, int blank, const CtcPrefix& prefix, int length, int32_t last,
+                       const std::vector<char>& extend, std::vector<double>& prefix_scores,
+                       std::vector<double>& labels, std::vector<double>& blanks) {
+    const int S = rows(log_probabilities), V = cols(log_probabilities);
+    const float* x = log_probabilities.data();
+    std::vector<double> either(static_cast<std::size_t>(S));
+    for (int t = 0; t < S; ++t) either[t] = log_add(prefix.ending_in_label[t], prefix.ending_in_blank[t]);
+    // The new character needs length + 1 frames: before frame `length` both variables stay -inf (log_add of -inf
+    // is exact, so starting there changes nothing).
+    const int first = std::max(1, length);
+    for (int c = 0; c < V; ++c) {
+        if (!extend[c]) continue;
+        double* n = labels.data() + static_cast<std::size_t>(c) * S;
+        double* b = blanks.data() + static_cast<std::size_t>(c) * S;
+        // A repeated character needs a blank between the two: only the prefix's alignments ending in blank lead on.
+        const std::vector<double>& phi = c == last ? prefix.ending_in_blank : either;
+        n[0] = length == 0 ? static_cast<double>(x[c]) : kNoPath;
+        b[0] = kNoPath;
+        double score = n[0];
+        for (int t = 1; t < first && t < S; ++t) n[t] = b[t] = kNoPath;
+        for (int t = first; t < S; ++t) {
+            const double label = x[static_cast<std::size_t>(t) * V + c];
+            n[t] = log_add(n[t - 1], phi[t - 1]) + label;
+            b[t] = log_add(b[t - 1], n[t - 1]) + static_cast<double>(x[static_cast<std::size_t>(t) * V + blank]);
+            score = log_add(score, phi[t - 1] + label);
+        }
+        prefix_scores[c] = score;
+    }
+}
+
+struct JointBeam {
+    Vector s;                     // s_{i-1} [H]
+    std::vector<float> weights;   // a_{i-1} [S]
+    int32_t last_token;
+    double score;                 // (1 − λ) Σ log p_att + λ log p_ctc(prefix)
+    double attention_log_probability;
+    std::shared_ptr<const CtcPrefix> ctc;
+    std::vector<int32_t> tokens;
+    std::vector<std::vector<float>> attention, scores, context;
+};
+
+struct JointCandidate {
+    double score;
+    int beam;
+    int32_t token;
+};
+
+}  // namespace
+
+decode::Hypothesis joint_search(const SpeechRecognizer& model, const SpeechEncoded& encoded,
+                                const decode::SearchOptions& options, float ctc_weight) {
+    check(model.has_ctc && encoded.ctc_log_probabilities.size() > 0, "joint_search: the model has no CTC head");
+    check(ctc_weight > 0.0f && ctc_weight <= 1.0f, "joint_search: the CTC weight must be in (0, 1]");
+    check(options.beam >= 1 && options.beam <= decode::kMaxBeam,
+          "beam width must be between 1 and " + std::to_string(decode::kMaxBeam) + ", got " + std::to_string(options.beam));
+    const int beam_width = options.beam, V = model.config.vocab, H = model.config.decoder_hidden;
+    const int S = static_cast<int>(encoded.annotations.shape()[0]);
+    const int max_length = decode::max_target_length(options, S);
+    const double lambda = ctc_weight, attention_share = 1.0 - lambda;
+
+    auto empty = std::make_shared<CtcPrefix>();
+    empty->ending_in_label.assign(static_cast<std::size_t>(S), kNoPath);
+    empty->ending_in_blank.resize(static_cast<std::size_t>(S));
+    double blanks_so_far = 0.0;
+    for (int t = 0; t < S; ++t) {
+        blanks_so_far += encoded.ctc_log_probabilities(t, model.pad);
+        empty->ending_in_blank[t] = blanks_so_far;
+    }
+
+    std::vector<JointBeam> beams;
+    beams.push_back({encoded.initial_state, first_weights(encoded), model.bos, 0.0, 0.0, empty, {}, {}, {}, {}});
+    struct Finished {
+        decode::Hypothesis hypothesis;
+        double score;
+    };
+    std::vector<Finished> finished;
+    std::vector<decode::StepOutput> outputs;
+    std::vector<Vector> next_states;
+    std::vector<std::vector<float>> attention_log_p;                 // [beam][V]
+    std::vector<std::vector<double>> prefix_scores, labels, blanks;  // [beam][V], [beam][V × S]
+    std::vector<char> extend(static_cast<std::size_t>(V));
+    std::vector<JointCandidate> candidates;
+
+    for (int step = 0; step < max_length && !beams.empty(); ++step) {
+        const std::size_t count = beams.size();
+        outputs.resize(count);
+        next_states.resize(count);
+        attention_log_p.resize(count);
+        prefix_scores.resize(count);
+        labels.resize(count);
+        blanks.resize(count);
+        candidates.clear();
+        for (std::size_t b = 0; b < count; ++b) {
+            const JointBeam& beam = beams[b];
+            next_states[b] = Vector::from_shape({static_cast<std::size_t>(H)});
+            speech_step(model, encoded, beam.last_token, beam.s.data(), beam.weights.data(), next_states[b].data(),
+                        outputs[b]);
+            std::vector<float>& log_p = attention_log_p[b];
+            log_p = outputs[b].logits;
+            for (int32_t id : model.never_written) log_p[static_cast<std::size_t>(id)] = -std::numeric_limits<float>::infinity();
+            kernels::log_softmax_rows(1, V, log_p.data(), V);
+            for (int v = 0; v < V; ++v) extend[v] = std::isfinite(log_p[v]) && v != model.eos;
+            prefix_scores[b].assign(static_cast<std::size_t>(V), kNoPath);
+            labels[b].resize(static_cast<std::size_t>(V) * S);
+            blanks[b].resize(static_cast<std::size_t>(V) * S);
+            extend_ctc_prefix(encoded.ctc_log_probabilities, model.pad, *beam.ctc, static_cast<int>(beam.tokens.size()),
+                              beam.tokens.empty() ? -1 : beam.tokens.back(), extend, prefix_scores[b], labels[b],
+                              blanks[b]);
+            prefix_scores[b][static_cast<std::size_t>(model.eos)] =
+                S > 0 ? log_add(beam.ctc->ending_in_label[S - 1], beam.ctc->ending_in_blank[S - 1]) : kNoPath;
+            for (int v = 0; v < V; ++v) {
+                const double gain = std::isfinite(log_p[v]) ? attention_share * log_p[v] +
+                                                                  lambda * (prefix_scores[b][v] - beam.ctc->score)
+                                                            : kNoPath;
+                candidates.push_back({beam.score + gain, static_cast<int>(b), v});
+            }
+        }
+        // The 2K best continuations: at most K of them can end in EOS, so K live ones remain.
+        const std::size_t keep = std::min(candidates.size(), static_cast<std::size_t>(2 * beam_width));
+        std::partial_sort(candidates.begin(), candidates.begin() + keep, candidates.end(),
+                          [](const JointCandidate& a, const JointCandidate& b) {
+                              if (a.score != b.score) return a.score > b.score;
+                              if (a.beam != b.beam) return a.beam < b.beam;
+                              return a.token < b.token;
+                          });
+        const bool last_step = step + 1 >= max_length;
+        std::vector<JointBeam> next;
+        for (std::size_t k = 0; k < keep; ++k) {
+            const JointCandidate& candidate = candidates[k];
+            if (candidate.score == kNoPath) break;
+            const JointBeam& parent = beams[candidate.beam];
+            const decode::StepOutput& out = outputs[candidate.beam];
+            const double attention_log_probability =
+                parent.attention_log_probability + attention_log_p[candidate.beam][candidate.token];
+            const bool is_eos = candidate.token == model.eos;
+            if (is_eos || last_step) {
+                if (static_cast<int>(finished.size()) < beam_width) {
+                    decode::Hypothesis h;
+                    h.tokens = parent.tokens;
+                    h.attention = parent.attention;
+                    h.scores = parent.scores;
+                    h.context = parent.context;
+                    if (!is_eos) {
+                        h.tokens.push_back(candidate.token);
+                        h.attention.push_back(out.weights);
+                        h.scores.push_back(out.scores);
+                        h.context.push_back(out.context);
+                    }
+                    const double score = candidate.score / std::pow(static_cast<double>(step + 1), options.length_penalty);
+                    h.log_probability = static_cast<float>(attention_log_probability);
+                    h.score = static_cast<float>(score);
+                    h.finished = is_eos;
+                    finished.push_back({std::move(h), score});
+                }
+            } else {
+                auto ctc = std::make_shared<CtcPrefix>();
+                const auto row = labels[candidate.beam].begin() + static_cast<std::ptrdiff_t>(candidate.token) * S;
+                const auto blank_row = blanks[candidate.beam].begin() + static_cast<std::ptrdiff_t>(candidate.token) * S;
+                ctc->ending_in_label.assign(row, row + S);
+                ctc->ending_in_blank.assign(blank_row, blank_row + S);
+                ctc->score = prefix_scores[candidate.beam][candidate.token];
+                JointBeam child{next_states[candidate.beam], out.weights, candidate.token, candidate.score,
+                                attention_log_probability, std::move(ctc), parent.tokens, parent.attention,
+                                parent.scores, parent.context};
+                child.tokens.push_back(candidate.token);
+                child.attention.push_back(out.weights);
+                child.scores.push_back(out.scores);
+                child.context.push_back(out.context);
+                next.push_back(std::move(child));
+            }
+            if (static_cast<int>(next.size()) == beam_width) break;
+        }
+        if (static_cast<int>(finished.size()) >= beam_width || last_step) break;
+        beams = std::move(next);
+    }
+    if (finished.empty()) return decode::Hypothesis{};
+    // The first of equal scores wins, like Python's max().
+    auto best = std::max_element(finished.begin(), finished.end(),
+                                 [](const Finished& a, const Finished& b) { return a.score < b.score; });
+    return std::move(best->hypothesis);
+}
+
+decode::Hypothesis recognize(const SpeechRecognizer& model, const SpeechEncoded& encoded, int beam, float ctc_weight) {
+    const decode::SearchOptions options = speech_search_options(beam);
+    if (ctc_weight > 0.0f) return joint_search(model, encoded, options, ctc_weight);
+    const SpeechDecoder decoder(model, encoded);
+    return decode::search(decoder, options);
 }
 
 std::string spell(const SpeechRecognizer& model, const std::vector<int32_t>& ids) {

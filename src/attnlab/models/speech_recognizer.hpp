@@ -12,6 +12,9 @@
 //              t_i = tanh(W_t [s_i ; c_i ; E[y_{i-1}]] + b_t)                                 [emb]
 //              logits_i = W_o t_i + b_o                                                         [V] characters
 // The decoder state is (s_i, a_i): the location term reads the previous weights, so beam hypotheses carry both.
+//   CTC head:  z_j = log_softmax(W_ctc h_j + b_ctc) [S, V] (blank = <pad>), optional in the file: joint_search
+//              scores hypotheses by (1 − λ) log p_att + λ log p_ctc(prefix) (python/attnlab/nn/joint_decoding.py
+//              has the recursion); a file without it decodes with attention alone.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -35,6 +38,8 @@ constexpr int kMinSpeechFrames = 4;
 // ListenAttendSpell.greedy's output limit: 2 characters per annotation (12.5 ms) plus 10.
 constexpr float kSpeechMaxLengthRatio = 2.0f;
 constexpr int kSpeechMaxLengthExtra = 10;
+// The joint search's CTC weight λ for a file that has the head but no attnlab.las.ctc_weight (the training default).
+constexpr float kDefaultSpeechCtcWeight = 0.3f;
 
 struct SpeechRecognizerConfig {
     int feature_size = 0;      // MFCCs per input frame (13)
@@ -59,6 +64,9 @@ struct SpeechRecognizer {
     nn::GRUCell speller;                                    // input [emb + 2E], hidden H
     nn::Linear deep_output;                                 // [emb, H + 2E + emb]
     nn::Linear output;                                      // [V, emb] + b_o [V]
+    bool has_ctc = false;                                   // the file holds the CTC head
+    nn::Linear ctc;                                         // [V, 2E] + b [V]: the CTC head (when has_ctc)
+    float ctc_weight = 0.0f;                                // λ the file decodes with (0 without the head)
     std::vector<std::string> characters;                    // [V]: id -> "<pad>", "<unk>", "<s>", "</s>", " ", "'", "a".."z"
     int pad = -1, unk = -1, bos = -1, eos = -1;             // ids of the special entries (pad/unk: -1 if absent)
     std::vector<int32_t> never_written;                     // pad, unk, bos: the speller may end but never writes them
@@ -79,9 +87,11 @@ struct SpeechEncoded {
     Matrix annotations;      // h [S, 2E], S = (T/2)/2
     nn::LocationKeys keys;   // W_k h_j + b_k [S, A], once per utterance
     Vector initial_state;    // s_0 [H]
+    Matrix ctc_log_probabilities;  // log_softmax of the CTC head [S, V]; empty when the model has no head
 };
 
-// features [T, feature_size] (raw MFCCs, finite, T >= kMinSpeechFrames) -> annotations, keys, s_0
+// features [T, feature_size] (raw MFCCs, finite, T >= kMinSpeechFrames) -> annotations, keys, s_0 (and the CTC
+// log-probabilities when the model has the head)
 SpeechEncoded listen(const SpeechRecognizer& model, const Matrix& features);
 
 // a_0: one-hot on the first annotation [S]
@@ -110,6 +120,23 @@ private:
 
 // The search limits ListenAttendSpell.greedy uses (kSpeechMaxLengthRatio, kSpeechMaxLengthExtra) with this beam.
 decode::SearchOptions speech_search_options(int beam = 1);
+
+// The CTC weight a transcription decodes with: `requested` in [0, 1], or the file's (model.ctc_weight) for -1.
+// Throws attnlab::Error (options) for anything else (NaN included), or > 0 on a model without the CTC head.
+float speech_ctc_weight(const SpeechRecognizer& model, float requested);
+
+// Joint CTC/attention beam search (Watanabe et al. 2017) over one encoded utterance, with the bookkeeping of
+// decode::beam_search (top 2K candidates a step; EOS or the length limit finishes; score / length^length_penalty;
+// K finished or the limit stop it; the best finished wins) and each candidate ranked by the joint score
+//   (1 − λ) Σ log p_att + λ log p_ctc(prefix)     (EOS: the CTC probability of the whole sequence)
+// in double. beam 1 is the CTC-aware greedy search. λ in (0, 1]; the model must have the head. The result's
+// log_probability is the attention's Σ log p (EOS included), its score the normalized joint score.
+decode::Hypothesis joint_search(const SpeechRecognizer& model, const SpeechEncoded& encoded,
+                                const decode::SearchOptions& options, float ctc_weight);
+
+// What a transcription decodes with: λ = 0 is decode::search over SpeechDecoder (attention only, greedy at beam 1),
+// λ > 0 joint_search; options as speech_search_options(beam).
+decode::Hypothesis recognize(const SpeechRecognizer& model, const SpeechEncoded& encoded, int beam, float ctc_weight);
 
 // ids -> the characters they stand for, joined; special ids are skipped.
 std::string spell(const SpeechRecognizer& model, const std::vector<int32_t>& ids);
