@@ -1,8 +1,10 @@
 """The SHIPPED speech recognizer files (models/manifest.json, task "transcribe") against PyTorch: each GGUF is
 loaded back into attnlab.nn.listen_attend_spell (attnlab.gguf.speech.load: f16 and q8_0 weights dequantized as the
 engine reads them) and decoded greedily from the Python front end's features of the Speech tab's sample clips
-(web/app/samples/speech, committed, so no data is needed); the engine (build/native/attnlab transcribe --json) must
-give the f16 file's characters exactly and its attention rows within 1e-3. The q8_0 file's engine output is then
+(web/app/samples/speech, committed, so no data is needed); the engine (build/native/attnlab transcribe --json
+--ctc-weight 0) must give the f16 file's characters exactly and its attention rows within 1e-3. With the file's CTC
+head, the engine's joint CTC/attention search (its default weight, beam 1 and 4) must give the characters of the
+Python twin, attnlab.nn.joint_decoding.joint_search. The q8_0 file's engine output is then
 held to the f16 file's: the int8 matrix-vector products (which PyTorch does not model) may flip a near tie, and
 after one flipped character an interim model's transcript wanders off, so all but one clip must match exactly
 and every clip's first 10 characters must (measured: the digits and command clips identical, the woodchuck clip
@@ -24,6 +26,7 @@ from attnlab.audio import features as F
 from attnlab.audio.resample import resample_to_16k
 from attnlab.audio import wav as W
 from attnlab.gguf import speech
+from attnlab.nn.joint_decoding import joint_search
 from attnlab.nn.listen_attend_spell import decode_ids
 from tests.python.needs import needs
 
@@ -42,18 +45,22 @@ def clips():
     return sorted(os.path.join(SAMPLES, n) for n in os.listdir(SAMPLES) if n.endswith(".wav"))
 
 
-def engine(model, paths):
-    r = subprocess.run([CLI, "transcribe", "--model", model, "--json", *paths], capture_output=True, text=True,
+def engine(model, paths, flags=()):
+    r = subprocess.run([CLI, "transcribe", "--model", model, *flags, "--json", *paths], capture_output=True, text=True,
                        timeout=300)
     if r.returncode != 0:
         raise AssertionError(f"{CLI} transcribe failed: {r.stderr}")
     return [json.loads(line) for line in r.stdout.splitlines()]
 
 
-def pytorch(model, path):
+def clip_features(path):
     samples, rate = W.read_wav(path)
     mfcc, _ = F.features(resample_to_16k(samples, rate))
-    x = torch.from_numpy(np.asarray(mfcc, dtype=np.float32))[None]
+    return np.asarray(mfcc, dtype=np.float32)
+
+
+def pytorch(model, path):
+    x = torch.from_numpy(clip_features(path))[None]
     with torch.no_grad():
         ids, attention = model.greedy(x, torch.tensor([x.shape[1]]))
     return ids[0], attention[0].numpy()
@@ -67,7 +74,7 @@ class ShippedSpeechParity(unittest.TestCase):
         self.assertGreaterEqual(len(paths), 3)
         for model_path in shipped("f16"):
             model = speech.load(model_path)
-            for path, out in zip(paths, engine(model_path, paths)):
+            for path, out in zip(paths, engine(model_path, paths, ["--ctc-weight", "0"])):
                 with self.subTest(model=os.path.basename(model_path), clip=os.path.basename(path)):
                     ids, attention = pytorch(model, path)
                     self.assertEqual(out["ids"], ids)
@@ -75,6 +82,21 @@ class ShippedSpeechParity(unittest.TestCase):
                     rows = np.asarray(out["attention"], dtype=np.float64).reshape(len(ids), out["frames"])
                     self.assertEqual(rows.shape, attention[:len(ids)].shape)
                     np.testing.assert_allclose(rows, attention[:len(ids)], atol=1e-3)
+
+    def test_f16_joint_search_equals_python(self):
+        torch.set_num_threads(1)
+        paths = clips()
+        for model_path in shipped("f16"):
+            model = speech.load(model_path)
+            self.assertGreater(model.ctc_weight, 0, "the shipped file has its CTC head")
+            for beam in (1, 4):
+                for path, out in zip(paths, engine(model_path, paths, ["--beam", str(beam)])):
+                    with self.subTest(model=os.path.basename(model_path), clip=os.path.basename(path), beam=beam):
+                        self.assertAlmostEqual(out["ctc_weight"], model.ctc_weight, places=6)
+                        ids, _, finished = joint_search(model, clip_features(path), beam=beam,
+                                                        ctc_weight=model.ctc_weight)
+                        self.assertEqual(out["ids"], ids)
+                        self.assertEqual(out["finished"], finished)
 
     def test_q8_0_engine_close_to_f16(self):
         paths = clips()
