@@ -15,6 +15,7 @@
 #include "attnlab/kernels/conv.hpp"
 #include "attnlab/kernels/gemm.hpp"
 #include "attnlab/kernels/kernels.hpp"
+#include "attnlab/parallel/pool.hpp"
 
 // CMake defines these to 1 for the targets it compiled.
 #ifndef ATTNLAB_KERNEL_HAVE_AVX2
@@ -180,30 +181,123 @@ bool cpu_runs(const char* target) {
         default: return baseline::call;       \
     }
 
+// The matrix products run on the thread pool (parallel/pool.hpp), split along output rows or columns, never along
+// the reduction: each output value is computed by the same kernel code as in the one-thread call, so the result is
+// the same bit for bit. Pieces start at multiples of kSplitGrain and hold at least kSplitGrain (the last one the
+// remainder), which keeps, for every piece, what the kernels decide by position or shape: the GEMVs' groups of 4
+// rows, gemm_nt_q8's 64-row weight panels, gemm_nt_q8_q8's groups and scales4 offsets of 4, whole vectors of
+// gemv_t, and gemm_nn/gemm_nt's choice between register tiles and the packed GEMM (each dimension at least 8).
+// Arguments the kernel would refuse go to it unsplit, so its own check reports them as before.
+constexpr int kSplitGrain = 64;
+
+namespace {
+
+double work_of(int M, int N, int K = 1) { return static_cast<double>(M) * N * K; }
+
+bool valid_sizes(int M, int N, int K = 0) { return M > 0 && N > 0 && K >= 0; }
+
+// A GEMM C[M,N] split along N reads all of A in every piece, split along M all of B: the smaller copy wins.
+bool split_columns(int M, int N) { return N >= M; }
+
+}  // namespace
+
 void gemm_nn(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, bool accumulate) {
-    ATTNLAB_DISPATCH(gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate))
+    if (!valid_sizes(M, N, K) || lda < K || ldb < N || ldc < N) {
+        ATTNLAB_DISPATCH(gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate))
+    }
+    active();  // a bad ATTNLAB_CPU throws here, on the calling thread
+    if (split_columns(M, N)) {
+        parallel::parallel_for(N, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
+            ATTNLAB_DISPATCH(gemm_nn(M, end - begin, K, A, lda, B + begin, ldb, C + begin, ldc, accumulate))
+        });
+    } else {
+        parallel::parallel_for(M, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
+            ATTNLAB_DISPATCH(gemm_nn(end - begin, N, K, A + (size_t)begin * lda, lda, B, ldb, C + (size_t)begin * ldc,
+                                     ldc, accumulate))
+        });
+    }
 }
 void gemm_nt(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc, bool accumulate) {
-    ATTNLAB_DISPATCH(gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate))
+    if (!valid_sizes(M, N, K) || lda < K || ldb < K || ldc < N) {
+        ATTNLAB_DISPATCH(gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate))
+    }
+    active();
+    if (split_columns(M, N)) {
+        parallel::parallel_for(N, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
+            ATTNLAB_DISPATCH(gemm_nt(M, end - begin, K, A, lda, B + (size_t)begin * ldb, ldb, C + begin, ldc,
+                                     accumulate))
+        });
+    } else {
+        parallel::parallel_for(M, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
+            ATTNLAB_DISPATCH(gemm_nt(end - begin, N, K, A + (size_t)begin * lda, lda, B, ldb, C + (size_t)begin * ldc,
+                                     ldc, accumulate))
+        });
+    }
 }
+// The Q8_0 GEMMs split only the weight rows (N): their path depends on M (gemm_nt_q8 below 4 rows, gemm_nt_q8_q8
+// for one), and a decoder step's few activation rows are not worth splitting.
 void gemm_nt_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc, bool accumulate) {
-    ATTNLAB_DISPATCH(gemm_nt_q8(M, N, K, A, lda, B, C, ldc, accumulate))
-}
-void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
-    ATTNLAB_DISPATCH(gemv(M, N, W, ldw, x, y, accumulate))
-}
-void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
-    ATTNLAB_DISPATCH(gemv_t(M, N, W, ldw, x, y, accumulate))
-}
-void gemv_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate) {
-    ATTNLAB_DISPATCH(gemv_q8(M, N, W, x, y, accumulate))
-}
-void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate, const float* scales4) {
-    ATTNLAB_DISPATCH(gemv_q8_q8(M, N, W, x, y, accumulate, scales4))
+    if (!valid_sizes(M, N, K) || K % kQ8BlockSize != 0 || lda < K || ldc < N) {
+        ATTNLAB_DISPATCH(gemm_nt_q8(M, N, K, A, lda, B, C, ldc, accumulate))
+    }
+    active();
+    const int blocks = K / kQ8BlockSize;
+    parallel::parallel_for(N, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
+        ATTNLAB_DISPATCH(gemm_nt_q8(M, end - begin, K, A, lda, B + (size_t)begin * blocks, C + begin, ldc, accumulate))
+    });
 }
 void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc, bool accumulate,
                    const float* scales4) {
-    ATTNLAB_DISPATCH(gemm_nt_q8_q8(M, N, K, A, lda, B, C, ldc, accumulate, scales4))
+    if (!valid_sizes(M, N, K) || K % kQ8BlockSize != 0 || lda < K || ldc < N) {
+        ATTNLAB_DISPATCH(gemm_nt_q8_q8(M, N, K, A, lda, B, C, ldc, accumulate, scales4))
+    }
+    active();
+    const int blocks = K / kQ8BlockSize;
+    parallel::parallel_for(N, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
+        ATTNLAB_DISPATCH(gemm_nt_q8_q8(M, end - begin, K, A, lda, B + (size_t)begin * blocks, C + begin, ldc,
+                                       accumulate, scales4 ? scales4 + (size_t)begin * blocks : nullptr))
+    });
+}
+void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
+    if (!valid_sizes(M, N) || ldw < N) {
+        ATTNLAB_DISPATCH(gemv(M, N, W, ldw, x, y, accumulate))
+    }
+    active();
+    parallel::parallel_for(M, kSplitGrain, work_of(M, N), [&](int begin, int end) {
+        ATTNLAB_DISPATCH(gemv(end - begin, N, W + (size_t)begin * ldw, ldw, x, y + begin, accumulate))
+    });
+}
+// Wᵀ·x: the outputs are W's columns, so the columns are split (each piece still sums over every row).
+void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
+    if (!valid_sizes(M, N) || ldw < N) {
+        ATTNLAB_DISPATCH(gemv_t(M, N, W, ldw, x, y, accumulate))
+    }
+    active();
+    parallel::parallel_for(N, kSplitGrain, work_of(M, N), [&](int begin, int end) {
+        ATTNLAB_DISPATCH(gemv_t(M, end - begin, W + begin, ldw, x, y + begin, accumulate))
+    });
+}
+void gemv_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate) {
+    if (!valid_sizes(M, N) || N % kQ8BlockSize != 0) {
+        ATTNLAB_DISPATCH(gemv_q8(M, N, W, x, y, accumulate))
+    }
+    active();
+    const int blocks = N / kQ8BlockSize;
+    parallel::parallel_for(M, kSplitGrain, work_of(M, N), [&](int begin, int end) {
+        ATTNLAB_DISPATCH(gemv_q8(end - begin, N, W + (size_t)begin * blocks, x, y + begin, accumulate))
+    });
+}
+// Every piece quantizes x again (the same rounding each time): N operations against its share of M·N.
+void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate, const float* scales4) {
+    if (!valid_sizes(M, N) || N % kQ8BlockSize != 0) {
+        ATTNLAB_DISPATCH(gemv_q8_q8(M, N, W, x, y, accumulate, scales4))
+    }
+    active();
+    const int blocks = N / kQ8BlockSize;
+    parallel::parallel_for(M, kSplitGrain, work_of(M, N), [&](int begin, int end) {
+        ATTNLAB_DISPATCH(gemv_q8_q8(end - begin, N, W + (size_t)begin * blocks, x, y + begin, accumulate,
+                                    scales4 ? scales4 + (size_t)begin * blocks : nullptr))
+    });
 }
 void bias_act(int rows, int cols, float* y, int ldy, const float* bias, Activation act) {
     ATTNLAB_DISPATCH(bias_act(rows, cols, y, ldy, bias, act))
@@ -239,7 +333,13 @@ void depthwise_conv2d(const float* x, int height, int width, int channels, const
 }
 
 void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate) {
-    ATTNLAB_DISPATCH(gemv_f16(M, N, W, x, y, accumulate))
+    if (!valid_sizes(M, N)) {
+        ATTNLAB_DISPATCH(gemv_f16(M, N, W, x, y, accumulate))
+    }
+    active();
+    parallel::parallel_for(M, kSplitGrain, work_of(M, N), [&](int begin, int end) {
+        ATTNLAB_DISPATCH(gemv_f16(end - begin, N, W + (size_t)begin * N, x, y + begin, accumulate))
+    });
 }
 void f16_to_f32_n(const uint16_t* h, std::size_t n, float* out) { ATTNLAB_DISPATCH(f16_to_f32_n(h, n, out)) }
 std::vector<float> q8_scales_by4(const BlockQ8_0* W, int M, int N) { ATTNLAB_DISPATCH(q8_scales_by4(W, M, N)) }

@@ -1,0 +1,46 @@
+#pragma once
+// The engine's one thread pool: created at the first parallel call, N-1 workers plus the calling thread. The
+// kernel dispatcher (kernels/dispatch.cpp) splits GEMM and GEMV output rows over it, never a reduction, so every
+// output value is computed by the same instructions in the same order whatever the thread count: the results are
+// bit-identical to one thread's (tests/cpp/test_parallel.cpp checks kernels and models).
+//
+// Workers that run out of work spin for a few tens of microseconds (a decoder step is a burst of GEMVs a few
+// microseconds apart, and waking a sleeping thread costs more than that), then sleep on a condition variable.
+// A call made while another thread's parallel_for runs, or from inside one, runs on its own thread alone.
+#include <cstddef>
+#include <type_traits>
+
+#include "attnlab/threads.hpp"
+
+namespace attnlab::parallel {
+
+constexpr int kMaxThreads = 64;
+// A range whose whole cost is below this many multiply-adds runs on the calling thread: handing a piece to a
+// worker costs ~1 µs when it spins and tens when it sleeps, while a 128×256 GEMV (32 Ki multiply-adds) takes
+// ~2 µs on one core.
+constexpr double kMinParallelWork = 65536.0;
+
+using RangeFunction = void (*)(void* context, int begin, int end);
+
+// The type-erased core of parallel_for.
+void run_ranges(int count, int grain, double work, RangeFunction function, void* context);
+
+// Calls body(begin, end) on disjoint pieces covering [0, count) exactly once, on up to attnlab::threads() threads. Every
+// piece starts at a multiple of `grain` and holds at least `grain` items (the last one takes the remainder), so a
+// kernel that treats rows in groups of `grain`, or picks its path by shape, does the same for every piece as for
+// the whole. work: the cost of the whole range in multiply-adds; below kMinParallelWork, with count < 2·grain or
+// with one thread, it is one call body(0, count) on this thread. The first exception a piece throws is rethrown
+// here once every piece has stopped.
+// How many parallel_for calls so far were split over more than one thread (the tests check that the shapes they
+// compare across thread counts were really split).
+long long split_calls();
+
+template <class Body>
+void parallel_for(int count, int grain, double work, Body&& body) {
+    using Stored = std::remove_reference_t<Body>;
+    run_ranges(count, grain, work,
+               [](void* context, int begin, int end) { (*static_cast<Stored*>(context))(begin, end); },
+               const_cast<void*>(static_cast<const void*>(&body)));
+}
+
+}  // namespace attnlab::parallel

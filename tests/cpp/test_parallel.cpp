@@ -1,0 +1,290 @@
+// The thread pool (parallel/pool.hpp, attnlab/threads.hpp): every piece of a range runs exactly once, on more than
+// one thread when the work is large; the dispatched GEMMs and GEMVs split over it give the one-thread result bit
+// for bit (shapes with remainders, both split directions, accumulate on and off); and whole models (the fixture and
+// shipped translators, the shipped captioner) give identical tokens and attention with 1, 2 and 3 threads.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attnlab/attnlab.hpp"
+#include "attnlab/error.hpp"
+#include "attnlab/image/decode.hpp"
+#include "attnlab/kernels/kernels.hpp"
+#include "attnlab/parallel/pool.hpp"
+#include "attnlab/threads.hpp"
+#include "test_support.hpp"
+
+using namespace attnlab;
+
+namespace {
+
+// Restores the default thread count when a test case ends, passed or not.
+struct ThreadCount {
+    explicit ThreadCount(int n) { set_threads(n); }
+    ~ThreadCount() { set_threads(0); }
+};
+
+// The thread counts a comparison runs: 1 (the reference), 2 and 3 where the build can.
+std::vector<int> other_thread_counts() {
+    std::vector<int> counts;
+    for (int n : {2, 3})
+        if (n <= max_threads()) counts.push_back(n);
+    return counts;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// run() with 1 thread, then with each other count: the outputs must be the same bits, and the call must have been
+// split (else the comparison would prove nothing).
+void check_thread_invariant(const char* what, const std::function<std::vector<float>()>& run) {
+    std::vector<float> reference;
+    {
+        ThreadCount one(1);
+        reference = run();
+    }
+    for (int n : other_thread_counts()) {
+        ThreadCount count(n);
+        const long long before = parallel::split_calls();
+        const std::vector<float> out = run();
+        INFO(what << " with " << n << " threads");
+        CHECK(parallel::split_calls() > before);
+        CHECK(same_bits(out, reference));
+    }
+}
+
+std::vector<kernels::BlockQ8_0> quantized(const std::vector<float>& w) {
+    std::vector<kernels::BlockQ8_0> q(w.size() / kernels::kQ8BlockSize);
+    kernels::quantize_q8_0(w.data(), w.size(), q.data());
+    return q;
+}
+
+}  // namespace
+
+TEST_CASE("parallel_for: pieces cover the range once, start at multiples of the grain, run on several threads") {
+    if (max_threads() < 2) return;  // the single-thread wasm build: nothing runs in parallel there
+    ThreadCount two(2);
+    const int count = 64 * 40 + 17;
+    std::vector<int> hits(count, 0);
+    std::mutex mutex;
+    std::set<std::thread::id> seen;
+    bool too_short = false;
+    parallel::parallel_for(count, 64, 1e9, [&](int begin, int end) {
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            seen.insert(std::this_thread::get_id());
+            if (begin % 64 != 0 || end - begin < 64) too_short = true;
+            for (int i = begin; i < end; ++i) ++hits[i];
+        }
+        // Each piece waits (up to 5 s) until a second thread has entered one, so the check below does not
+        // depend on how fast a sleeping worker wakes.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (std::chrono::steady_clock::now() < deadline) {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (seen.size() >= 2) break;
+        }
+    });
+    CHECK_FALSE(too_short);
+    CHECK(std::all_of(hits.begin(), hits.end(), [](int h) { return h == 1; }));
+    CHECK(seen.size() == 2);
+}
+
+TEST_CASE("parallel_for: small work and nested calls stay on the calling thread; a piece's exception reaches the caller") {
+    ThreadCount two(std::min(2, max_threads()));
+    const std::thread::id caller = std::this_thread::get_id();
+    int calls = 0;
+    parallel::parallel_for(1 << 16, 64, parallel::kMinParallelWork / 2, [&](int begin, int end) {
+        ++calls;
+        CHECK((std::this_thread::get_id() == caller));
+        CHECK(begin == 0);
+        CHECK(end == 1 << 16);
+    });
+    CHECK(calls == 1);
+
+    std::atomic<int> nested_calls{0};
+    parallel::parallel_for(64 * 8, 64, 1e9, [&](int, int) {
+        const std::thread::id outer = std::this_thread::get_id();
+        parallel::parallel_for(64 * 8, 64, 1e9, [&](int begin, int end) {
+            CHECK((std::this_thread::get_id() == outer));
+            CHECK(end - begin == 64 * 8);
+            ++nested_calls;
+        });
+    });
+    CHECK(nested_calls.load() >= 1);
+
+    CHECK_THROWS_WITH_AS(parallel::parallel_for(64 * 8, 64, 1e9,
+                                                [&](int begin, int) {
+                                                    if (begin == 64 * 5) fail("piece at 320 failed");
+                                                }),
+                         "piece at 320 failed", Error);
+}
+
+TEST_CASE("set_threads: counts outside [0, max_threads()] are refused; 0 restores the default") {
+    CHECK_THROWS_AS(set_threads(-1), Error);
+    CHECK_THROWS_AS(set_threads(max_threads() + 1), Error);
+    set_threads(1);
+    CHECK(threads() == 1);
+    set_threads(0);
+    CHECK(threads() >= 1);
+    CHECK(threads() <= max_threads());
+}
+
+TEST_CASE("GEMM and GEMV split over threads: the same bits as one thread") {
+    if (max_threads() < 2) return;
+    for (bool accumulate : {false, true}) {
+        CAPTURE(accumulate);
+        // N-split (N ≥ M) with a remainder past the last multiple of 64, and M-split (M > N), packed and tiled paths.
+        struct Shape { int M, N, K; };
+        for (const Shape s : {Shape{4, 1000 + 37, 96}, Shape{7, 640, 130}, Shape{300, 70, 40}, Shape{129, 128, 33}}) {
+            CAPTURE(s.M);
+            CAPTURE(s.N);
+            CAPTURE(s.K);
+            const std::vector<float> A = test::random_vector((size_t)s.M * s.K, 1);
+            const std::vector<float> Bnt = test::random_vector((size_t)s.N * s.K, 2);
+            const std::vector<float> Bnn = test::random_vector((size_t)s.K * s.N, 3);
+            const std::vector<float> C0 = test::random_vector((size_t)s.M * s.N, 4);
+            check_thread_invariant("gemm_nt", [&] {
+                std::vector<float> C = C0;
+                kernels::gemm_nt(s.M, s.N, s.K, A.data(), s.K, Bnt.data(), s.K, C.data(), s.N, accumulate);
+                return C;
+            });
+            check_thread_invariant("gemm_nn", [&] {
+                std::vector<float> C = C0;
+                kernels::gemm_nn(s.M, s.N, s.K, A.data(), s.K, Bnn.data(), s.N, C.data(), s.N, accumulate);
+                return C;
+            });
+        }
+        // Q8_0 weights: K a multiple of 32; M = 1, 3 (gemm_nt_q8's per-row GEMV) and 5 (its dequantized panels).
+        for (int M : {1, 3, 5}) {
+            CAPTURE(M);
+            const int N = 64 * 9 + 5, K = 256;
+            const std::vector<float> A = test::random_vector((size_t)M * K, 5);
+            const std::vector<kernels::BlockQ8_0> B = quantized(test::random_vector((size_t)N * K, 6));
+            const std::vector<float> scales4 = kernels::q8_scales_by4(B.data(), N, K);
+            const std::vector<float> C0 = test::random_vector((size_t)M * N, 7);
+            check_thread_invariant("gemm_nt_q8", [&] {
+                std::vector<float> C = C0;
+                kernels::gemm_nt_q8(M, N, K, A.data(), K, B.data(), C.data(), N, accumulate);
+                return C;
+            });
+            for (const float* s4 : {static_cast<const float*>(nullptr), scales4.data()}) {
+                check_thread_invariant("gemm_nt_q8_q8", [&] {
+                    std::vector<float> C = C0;
+                    kernels::gemm_nt_q8_q8(M, N, K, A.data(), K, B.data(), C.data(), N, accumulate, s4);
+                    return C;
+                });
+            }
+        }
+        const int M = 64 * 11 + 3, N = 320;
+        const std::vector<float> W = test::random_vector((size_t)M * N, 8);
+        const std::vector<float> x = test::random_vector(N, 9);
+        const std::vector<float> xt = test::random_vector(N, 10);
+        const std::vector<kernels::BlockQ8_0> Wq = quantized(W);
+        const std::vector<float> scales4 = kernels::q8_scales_by4(Wq.data(), M, N);
+        std::vector<uint16_t> Wh(W.size());
+        for (size_t i = 0; i < W.size(); ++i) Wh[i] = kernels::f32_to_f16(W[i]);
+        const std::vector<float> y0 = test::random_vector(M, 11);
+        const std::vector<float> yt0 = test::random_vector(M - 3, 12);
+        check_thread_invariant("gemv", [&] {
+            std::vector<float> y = y0;
+            kernels::gemv(M, N, W.data(), N, x.data(), y.data(), accumulate);
+            return y;
+        });
+        check_thread_invariant("gemv_t (outputs are columns)", [&] {
+            std::vector<float> y = yt0;
+            kernels::gemv_t(N, M - 3, W.data(), M, xt.data(), y.data(), accumulate);  // W as [N, M], a slice of columns
+            return y;
+        });
+        check_thread_invariant("gemv_q8", [&] {
+            std::vector<float> y = y0;
+            kernels::gemv_q8(M, N, Wq.data(), x.data(), y.data(), accumulate);
+            return y;
+        });
+        for (const float* s4 : {static_cast<const float*>(nullptr), scales4.data()}) {
+            check_thread_invariant("gemv_q8_q8", [&] {
+                std::vector<float> y = y0;
+                kernels::gemv_q8_q8(M, N, Wq.data(), x.data(), y.data(), accumulate, s4);
+                return y;
+            });
+        }
+        check_thread_invariant("gemv_f16", [&] {
+            std::vector<float> y = y0;
+            kernels::gemv_f16(M, N, Wh.data(), x.data(), y.data(), accumulate);
+            return y;
+        });
+    }
+}
+
+namespace {
+
+std::vector<float> translation_bits(const Model& model, const std::vector<std::string>& texts, int beam) {
+    TranslateOptions options;
+    options.beam = beam;
+    std::vector<float> out;
+    for (const std::string& text : texts) {
+        const Translation t = model.translate(text, options);
+        for (int32_t id : t.target_ids) out.push_back(static_cast<float>(id));
+        out.push_back(-1.0f);
+        out.insert(out.end(), t.attention.begin(), t.attention.end());
+        out.insert(out.end(), t.scores.begin(), t.scores.end());
+        out.insert(out.end(), t.context.begin(), t.context.end());
+        out.insert(out.end(), t.cross_attention.data.begin(), t.cross_attention.data.end());
+        out.push_back(t.log_probability);
+    }
+    return out;
+}
+
+const std::vector<std::string> kSentences = {"A man is riding a bicycle down the street.",
+                                             "Two dogs are playing in the snow.",
+                                             "A little girl in a pink dress is climbing the stairs of a house."};
+
+}  // namespace
+
+TEST_CASE("translators give the same tokens, attention and scores with 1, 2 and 3 threads") {
+    if (max_threads() < 2) return;
+    for (const char* file : {"tests/fixtures/rnn/additive.gguf", "models/weights/bahdanau-en-de.q8_0.gguf",
+                             "models/weights/bahdanau-en-de.f16.gguf", "models/weights/transformer-en-de.q8_0.gguf",
+                             "models/weights/transformer-en-de.f16.gguf"}) {
+        CAPTURE(file);
+        const Model model = Model::open(test::source_path(file));
+        for (int beam : {1, 4}) {
+            CAPTURE(beam);
+            std::vector<float> reference;
+            {
+                ThreadCount one(1);
+                reference = translation_bits(model, kSentences, beam);
+            }
+            for (int n : other_thread_counts()) {
+                ThreadCount count(n);
+                CAPTURE(n);
+                CHECK(same_bits(translation_bits(model, kSentences, beam), reference));
+            }
+        }
+    }
+}
+
+TEST_CASE("the shipped captioner gives the same caption and attention with 1 and 2 threads") {
+    if (max_threads() < 2) return;
+    const Model model = Model::open(test::source_path("models/weights/captioner-flickr8k.q8_0.gguf"));
+    const Image image = read_image(test::source_path("web/app/samples/cat.jpg"));
+    auto caption_bits = [&] {
+        CaptionOptions options;
+        options.beam = 3;
+        const Caption c = model.caption(image, options);
+        std::vector<float> out(c.attention);
+        for (int32_t id : c.ids) out.push_back(static_cast<float>(id));
+        out.push_back(c.log_probability);
+        return out;
+    };
+    check_thread_invariant("caption", caption_bits);
+}
