@@ -28,6 +28,9 @@ struct TranslateOptions {
     int max_length = 0;         // > 0: at most this many target tokens; 0: 1.5 × source length + 10
     float length_penalty = 1.0f;
     int no_repeat_ngram = -1;   // 2..8: no target n-gram twice; 0: off; -1: kDefaultTranslationNoRepeatNgram
+    bool beam_tree = false;     // also return Translation::beam_tree (every hypothesis the search kept)
+    bool query_key = false;     // Transformers: also return the encoder self-attention's per-head queries, keys and
+                                // raw scores (Translation::encoder_queries, encoder_keys, encoder_self_scores)
 };
 
 // The n-gram size a translation may not repeat unless the caller says otherwise: it stops the loops a model falls
@@ -49,6 +52,26 @@ struct Warning {
 // UNKNOWN_INPUT is raised from this share of unknown or byte-fallback source pieces (the final </s> not
 // counted): an ordinary sentence with one rare name stays below it, Chinese or emoji into an EN→DE model do not.
 constexpr float kUnknownInputWarningShare = 0.25f;
+
+// One hypothesis a search kept after one step; its path to the root (parent by parent) is its prefix.
+struct BeamNode {
+    int step = 0;                // the output position it fills, from 0
+    int parent = -1;             // index in BeamTree::nodes of its prefix (at step - 1); -1 at step 0
+    int32_t id = 0;              // the token it appends: the end-of-sentence token for a hypothesis that ended so
+    std::string piece;           // that token's piece ("</s>" for the end of sentence)
+    float log_probability = 0;   // log p of the token given the prefix
+    float cumulative = 0;        // Σ log p from the first token through this one
+    float score = 0;             // what the search ranked it by: for a finished one with beam > 1,
+                                 // cumulative / length^length_penalty; otherwise the cumulative log p
+    bool finished = false;       // the hypothesis ends here (with the end of sentence, or at the length limit)
+};
+
+// Every hypothesis the search kept, step by step (nodes in step order), and the one it returned: the path from
+// `winner` back to the root is the output's tokens (and its end of sentence, if it has one). Empty unless asked for.
+struct BeamTree {
+    std::vector<BeamNode> nodes;
+    int winner = -1;
+};
 
 // Per-layer, per-head attention of a Transformer, row-major [layers, heads, rows, cols]; empty (all zero
 // dimensions) for models without it.
@@ -77,8 +100,13 @@ struct Translation {
     AttentionTensor encoder_self_attention;    // [L_enc, H, source, source]
     AttentionTensor decoder_self_attention;    // [L_dec, H, target, target], causal (zero above the diagonal)
     AttentionTensor cross_attention;           // [L_dec, H, target, source]
+    // TranslateOptions::query_key only (else empty): what softmax(q·k/√hd) of encoder_self_attention is made of.
+    AttentionTensor encoder_queries;           // [L_enc, H, source, hd] each head's query of each source token
+    AttentionTensor encoder_keys;              // [L_enc, H, source, hd] and its key
+    AttentionTensor encoder_self_scores;       // [L_enc, H, source, source] q·k/√hd before the softmax
     StopReason stop_reason = StopReason::eos;
     std::vector<Warning> warnings;             // UNKNOWN_INPUT and/or MAX_LENGTH, in that order; usually none
+    BeamTree beam_tree;                        // TranslateOptions::beam_tree only
 };
 
 struct CaptionOptions {
@@ -86,6 +114,7 @@ struct CaptionOptions {
     int max_length = 0;         // > 0: at most this many tokens; 0: the model's default (attnlab.captioner.max_length)
     int no_repeat_ngram = -1;   // 2..8: no token n-gram twice in a caption; 0: off; -1: the model's default
                                 // (attnlab.captioner.no_repeat_ngram)
+    bool beam_tree = false;     // also return Caption::beam_tree
 };
 
 struct Caption {
@@ -93,9 +122,11 @@ struct Caption {
     std::vector<std::string> tokens;           // its pieces ("▁a", "▁dog", ...), without </s>
     std::vector<int32_t> ids;
     std::vector<float> attention;              // [tokens × grid_height·grid_width] row-major: where each token looked
+    std::vector<float> scores;                 // the same shape: the raw scores (before the softmax) of the weights
     int grid_width = 0;                        // the annotation grid, row-major over (y, x): 7 × 7 for MobileNetV2
     int grid_height = 0;
     float log_probability = 0.0f;
+    BeamTree beam_tree;                        // CaptionOptions::beam_tree only
 };
 
 // Largest accepted input, in source tokens: longer inputs are rejected with a message instead of slowing to a

@@ -176,7 +176,34 @@ Transformer load_transformer(const gguf::File& file) {
     return model;
 }
 
-TransformerEncoded transformer_encode(const Transformer& model, const std::vector<int32_t>& source_ids) {
+namespace {
+
+// Layer l's per-head queries, keys and raw scores q·k/√hd of self-attention over x [S, d], into out.
+void store_query_key(const nn::MultiHeadAttention& mha, const Matrix& x, int l, TransformerEncoded& out) {
+    const int S = static_cast<int>(x.shape(0)), d = mha.d_model, H = mha.heads, hd = mha.head_dim();
+    const Matrix q = nn::linear(mha.q, x), k = nn::linear(mha.k, x);  // [S, d], head h in columns h·hd ..
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for (int h = 0; h < H; ++h) {
+        float* queries = out.queries.data() + (std::size_t(l) * H + h) * S * hd;
+        float* keys = out.keys.data() + (std::size_t(l) * H + h) * S * hd;
+        float* scores = out.self_scores.data() + (std::size_t(l) * H + h) * S * S;
+        for (int s = 0; s < S; ++s) {
+            std::memcpy(queries + std::size_t(s) * hd, q.data() + std::size_t(s) * d + h * hd, sizeof(float) * hd);
+            std::memcpy(keys + std::size_t(s) * hd, k.data() + std::size_t(s) * d + h * hd, sizeof(float) * hd);
+        }
+        for (int i = 0; i < S; ++i)
+            for (int j = 0; j < S; ++j) {
+                float dot = 0.0f;
+                for (int c = 0; c < hd; ++c) dot += queries[std::size_t(i) * hd + c] * keys[std::size_t(j) * hd + c];
+                scores[std::size_t(i) * S + j] = dot * scale;
+            }
+    }
+}
+
+}  // namespace
+
+TransformerEncoded transformer_encode(const Transformer& model, const std::vector<int32_t>& source_ids,
+                                      bool keep_query_key) {
     const TransformerConfig& c = model.config;
     const int S = static_cast<int>(source_ids.size()), d = c.d_model, H = c.heads;
     check(S > 0, "cannot translate an empty input");
@@ -184,10 +211,17 @@ TransformerEncoded transformer_encode(const Transformer& model, const std::vecto
     Matrix x = Matrix::from_shape(h.shape());                           // [S, d] normalized input of a sublayer
     TransformerEncoded out;
     out.self_attention = Tensor4::from_shape({std::size_t(c.encoder_layers), std::size_t(H), std::size_t(S), std::size_t(S)});
+    if (keep_query_key) {
+        const std::size_t hd = std::size_t(d / H);
+        out.queries = Tensor4::from_shape({std::size_t(c.encoder_layers), std::size_t(H), std::size_t(S), hd});
+        out.keys = Tensor4::from_shape({std::size_t(c.encoder_layers), std::size_t(H), std::size_t(S), hd});
+        out.self_scores = Tensor4::from_shape(out.self_attention.shape());
+    }
     Tensor3 weights;
     for (int l = 0; l < c.encoder_layers; ++l) {
         const TransformerEncoderLayer& layer = model.encoder[l];
         layer_norm(layer.norm1, h.data(), S, d, c.norm_epsilon, x.data());
+        if (keep_query_key) store_query_key(layer.self_attention, x, l, out);
         const Matrix a = nn::mha_forward(layer.self_attention, x, x, nullptr, false, &weights);  // [S, d]
         kernels::axpy(S * d, 1.0f, a.data(), h.data());
         std::memcpy(out.self_attention.data() + std::size_t(l) * H * S * S, weights.data(), sizeof(float) * weights.size());

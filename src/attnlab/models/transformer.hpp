@@ -79,10 +79,15 @@ struct TransformerEncoded {
     Matrix memory;                        // [S, d] = LN_enc(h)
     Tensor4 self_attention;               // [L_enc, H, S, S]
     std::vector<nn::KVCache> cross_kv;    // per decoder layer: the memory's projected keys and values
+    // transformer_encode(..., keep_query_key = true) only (what a neuron view of one head draws):
+    Tensor4 queries, keys;                // [L_enc, H, S, hd] each head's projected queries and keys
+    Tensor4 self_scores;                  // [L_enc, H, S, S] q·k/√hd before the softmax
 };
 
-// source ids (already ending with EOS when config.source_eos) [S] -> memory, attention, cross K/V.
-TransformerEncoded transformer_encode(const Transformer& model, const std::vector<int32_t>& source_ids);
+// source ids (already ending with EOS when config.source_eos) [S] -> memory, attention, cross K/V;
+// keep_query_key: also the self-attention's per-head queries, keys and raw scores.
+TransformerEncoded transformer_encode(const Transformer& model, const std::vector<int32_t>& source_ids,
+                                      bool keep_query_key = false);
 
 // Attention of one decoder step, per layer and head.
 struct TransformerStepAttention {
