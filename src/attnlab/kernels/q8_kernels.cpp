@@ -7,7 +7,8 @@
 //   kernels::gemv_q8_q8        4 weight rows per pass, one 4-lane vector per block for scales and sums
 //                              (simd::q8_dot4); what nn::linear uses for one Q8_0 row (the decoders)
 //   kernels::gemm_nt_q8_q8     several activation rows (a batched decoder step, nn::linear_batched): each row
-//                              exactly its gemv_q8_q8, the weights read and widened once for all rows
+//                              exactly its gemv_q8_q8, the weights read from memory once for all rows and
+//                              widened once per pair of rows (simd::q8_dot4x2)
 // (the first int8 version, one row at a time, is the benchmark's variants::gemv_q8_int8: bench/variants/)
 //
 // Numerics: y differs from W_dequantized · x by the activation rounding (<= d_x/2 per element, d_x =
@@ -58,45 +59,61 @@ void q8_q8_rows(int M, int blocks, const BlockQ8_0* W, const detail::QuantizedAc
     }
 }
 
-// C[:, i..i+4) (+)= Ã · W[i..i+4)ᵀ for all M activation rows: the group's int8 weights widened to int16 and its
-// block scales converted once (into L1-sized scratch, 256 + 16 bytes per block), then for every activation row the
-// float operations of q8_q8_rows, block by block in the same order, so each row's result is gemv_q8_q8's bit for
-// bit. The weights come from memory once per call instead of once per row, and are widened once.
+// C[:, i..i+4) (+)= Ã · W[i..i+4)ᵀ for all M activation rows, group by group of 4 weight rows (read from memory once,
+// then from L1 for every pair of activation rows): per block the float operations of q8_q8_rows in the same order,
+// so each row's result is gemv_q8_q8's bit for bit; pairs of rows share the weights' widening (simd::q8_dot4x2).
+template <bool kPackedScales>
 void q8_q8_multi_rows(int M, int N, int blocks, const BlockQ8_0* W, const detail::QuantizedActivations& aq,
                       const float* scales4, float* C, int ldc, bool accumulate) {
-    thread_local std::vector<int16_t> widened;
-    thread_local std::vector<float> group_scales;
-    widened.resize((size_t)blocks * 4 * kQ8BlockSize);
-    if (!scales4) group_scales.resize((size_t)blocks * 4);
     const int K = blocks * kQ8BlockSize;
     for (int i = 0; i < N; i += 4) {
         const int rows = std::min(4, N - i);
-        const BlockQ8_0* group[4];
-        for (int r = 0; r < 4; ++r) group[r] = W + (size_t)(i + std::min(r, rows - 1)) * blocks;
-        for (int b = 0; b < blocks; ++b) {
-            int16_t* out = widened.data() + (size_t)b * 4 * kQ8BlockSize;
-            for (int r = 0; r < 4; ++r)
-                for (int j = 0; j < kQ8BlockSize; ++j) out[r * kQ8BlockSize + j] = group[r][b].q[j];
-        }
-        const float* s4 = scales4 ? scales4 + (size_t)(i / 4) * blocks * 4 : group_scales.data();
-        if (!scales4)
-            for (int b = 0; b < blocks; ++b)
-                simd::f4_store(group_scales.data() + (size_t)b * 4,
-                               simd::f16x4_to_f32(group[0][b].scale, group[1][b].scale, group[2][b].scale, group[3][b].scale));
-        for (int m = 0; m < M; ++m) {
-            const int16_t* xv = aq.values.data() + (size_t)m * K;
-            const float* dx = aq.scales.data() + (size_t)m * blocks;
-            simd::F4 acc = simd::f4_zero();
-            for (int b = 0; b < blocks; ++b) {
-                const simd::F4 scale = simd::f4_mul(simd::f4_load(s4 + (size_t)b * 4), simd::f4_splat(dx[b]));
-                const simd::F4 dots =
-                    simd::q8_dot4_widened(widened.data() + (size_t)b * 4 * kQ8BlockSize, xv + (size_t)b * kQ8BlockSize);
-                acc = simd::f4_add(acc, simd::f4_mul(dots, scale));
-            }
+        const BlockQ8_0* r0 = W + (size_t)i * blocks;
+        const BlockQ8_0* r1 = W + (size_t)(i + std::min(1, rows - 1)) * blocks;
+        const BlockQ8_0* r2 = W + (size_t)(i + std::min(2, rows - 1)) * blocks;
+        const BlockQ8_0* r3 = W + (size_t)(i + std::min(3, rows - 1)) * blocks;
+        const float* s4 = kPackedScales ? scales4 + (size_t)(i / 4) * blocks * 4 : nullptr;
+        auto weight_scales = [&](int b) {
+            return kPackedScales ? simd::f4_load(s4 + (size_t)b * 4)
+                                 : simd::f16x4_to_f32(r0[b].scale, r1[b].scale, r2[b].scale, r3[b].scale);
+        };
+        auto store = [&](int m, simd::F4 acc) {
             alignas(16) float sums[4];
             simd::f4_store(sums, acc);
             float* y = C + (size_t)m * ldc + i;
             for (int r = 0; r < rows; ++r) y[r] = accumulate ? y[r] + sums[r] : sums[r];
+        };
+        int m = 0;
+        for (; m + 2 <= M; m += 2) {
+            const int16_t* xa = aq.values.data() + (size_t)m * K;
+            const int16_t* xb = xa + K;
+            const float* dxa = aq.scales.data() + (size_t)m * blocks;
+            const float* dxb = dxa + blocks;
+            simd::F4 acc_a = simd::f4_zero(), acc_b = simd::f4_zero();
+            for (int b = 0; b < blocks; ++b) {
+                const simd::F4 w_scales = weight_scales(b);
+                // d_w·d_x first, then times the integer sum: the reference's order.
+                const simd::F4 scale_a = simd::f4_mul(w_scales, simd::f4_splat(dxa[b]));
+                const simd::F4 scale_b = simd::f4_mul(w_scales, simd::f4_splat(dxb[b]));
+                simd::F4 dots_a, dots_b;
+                simd::q8_dot4x2(r0[b].q, r1[b].q, r2[b].q, r3[b].q, xa + (size_t)b * kQ8BlockSize,
+                                xb + (size_t)b * kQ8BlockSize, dots_a, dots_b);
+                acc_a = simd::f4_add(acc_a, simd::f4_mul(dots_a, scale_a));
+                acc_b = simd::f4_add(acc_b, simd::f4_mul(dots_b, scale_b));
+            }
+            store(m, acc_a);
+            store(m + 1, acc_b);
+        }
+        if (m < M) {
+            const int16_t* x = aq.values.data() + (size_t)m * K;
+            const float* dx = aq.scales.data() + (size_t)m * blocks;
+            simd::F4 acc = simd::f4_zero();
+            for (int b = 0; b < blocks; ++b) {
+                const simd::F4 scale = simd::f4_mul(weight_scales(b), simd::f4_splat(dx[b]));
+                const simd::F4 dots = simd::q8_dot4(r0[b].q, r1[b].q, r2[b].q, r3[b].q, x + (size_t)b * kQ8BlockSize);
+                acc = simd::f4_add(acc, simd::f4_mul(dots, scale));
+            }
+            store(m, acc);
         }
     }
 }
@@ -114,7 +131,10 @@ void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0
     }
     detail::QuantizedActivations& aq = detail::activations_scratch();
     aq.quantize_rows(A, M, K, lda);
-    q8_q8_multi_rows(M, N, K / kQ8BlockSize, B, aq, scales4, C, ldc, accumulate);
+    if (scales4)
+        q8_q8_multi_rows<true>(M, N, K / kQ8BlockSize, B, aq, scales4, C, ldc, accumulate);
+    else
+        q8_q8_multi_rows<false>(M, N, K / kQ8BlockSize, B, aq, nullptr, C, ldc, accumulate);
 }
 
 void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate, const float* scales4) {

@@ -86,6 +86,32 @@ inline v128_t small_i32_to_f32(v128_t i) {
 }
 #endif
 
+#if defined(__wasm_simd128__) || (defined(__SSE2__) && !XSIMD_WITH_AVX)
+// Four 4-lane vectors (rows) transposed in place: lane i of row r becomes lane r of row i. Four-lane targets only
+// (SSE2 and wasm, where the packed GEMM packs 4 rows at a time); eight shuffles.
+inline void transpose4(Vec& a, Vec& b, Vec& c, Vec& d) {
+#if defined(__wasm_simd128__)
+    const v128_t A = v128_t(__m128(a)), B = v128_t(__m128(b)), C = v128_t(__m128(c)), D = v128_t(__m128(d));
+    const v128_t ab_low = wasm_i32x4_shuffle(A, B, 0, 4, 1, 5), ab_high = wasm_i32x4_shuffle(A, B, 2, 6, 3, 7);
+    const v128_t cd_low = wasm_i32x4_shuffle(C, D, 0, 4, 1, 5), cd_high = wasm_i32x4_shuffle(C, D, 2, 6, 3, 7);
+    a = Vec(__m128(wasm_i32x4_shuffle(ab_low, cd_low, 0, 1, 4, 5)));
+    b = Vec(__m128(wasm_i32x4_shuffle(ab_low, cd_low, 2, 3, 6, 7)));
+    c = Vec(__m128(wasm_i32x4_shuffle(ab_high, cd_high, 0, 1, 4, 5)));
+    d = Vec(__m128(wasm_i32x4_shuffle(ab_high, cd_high, 2, 3, 6, 7)));
+#else
+    __m128 A = a, B = b, C = c, D = d;
+    _MM_TRANSPOSE4_PS(A, B, C, D);
+    a = Vec(A);
+    b = Vec(B);
+    c = Vec(C);
+    d = Vec(D);
+#endif
+}
+#define ATTNLAB_SIMD_HAS_TRANSPOSE4 1
+#else
+#define ATTNLAB_SIMD_HAS_TRANSPOSE4 0
+#endif
+
 // kWidth signed bytes converted to floats (the Q8_0 weights).
 inline Vec load_i8(const int8_t* q) {
 #if defined(__wasm_simd128__)
@@ -305,60 +331,90 @@ inline F4 q8_dot4(const int8_t* w0, const int8_t* w1, const int8_t* w2, const in
 #endif
 }
 
-// q8_dot4 with the weights already widened: w holds the 4 rows' blocks as int16, row after row (4 x 32). The
-// multi-row int8 GEMM (kernels::gemm_nt_q8_q8) widens a group of 4 weight rows once and then runs this for every
-// activation row, so the widening is paid once per weight instead of once per weight and row. Same exact
-// integer sums as q8_dot4.
-inline F4 q8_dot4_widened(const int16_t* w, const int16_t* x) {
+// q8_dot4 for two activation rows at once (a and b, each 32 int16 values of one block): each weight row is loaded
+// and widened once for both, the int8 -> int16 work that makes up a quarter of q8_dot4. The multi-row int8 GEMM
+// (kernels::gemm_nt_q8_q8) runs it on pairs of rows; the sums are q8_dot4's, exactly.
+inline void q8_dot4x2(const int8_t* w0, const int8_t* w1, const int8_t* w2, const int8_t* w3, const int16_t* a,
+                      const int16_t* b, F4& dots_a, F4& dots_b) {
 #if defined(__wasm_simd128__)
-    const v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load(x + 8), x2 = wasm_v128_load(x + 16),
-                 x3 = wasm_v128_load(x + 24);
-    auto row = [&](const int16_t* r) {
-        const v128_t s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(r), x0),
-                                         wasm_i32x4_dot_i16x8(wasm_v128_load(r + 8), x1));
-        const v128_t s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(r + 16), x2),
-                                         wasm_i32x4_dot_i16x8(wasm_v128_load(r + 24), x3));
-        return wasm_i32x4_add(s0, s1);
+    auto row = [&](const int8_t* w, v128_t& sum_a, v128_t& sum_b) {
+        sum_a = wasm_i32x4_splat(0);
+        sum_b = wasm_i32x4_splat(0);
+        for (int half = 0; half < 2; ++half) {
+            const v128_t w8 = wasm_v128_load(w + 16 * half);
+            const v128_t lo = wasm_i16x8_extend_low_i8x16(w8), hi = wasm_i16x8_extend_high_i8x16(w8);
+            const int16_t* xa = a + 16 * half;
+            const int16_t* xb = b + 16 * half;
+            sum_a = wasm_i32x4_add(sum_a, wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, wasm_v128_load(xa)),
+                                                         wasm_i32x4_dot_i16x8(hi, wasm_v128_load(xa + 8))));
+            sum_b = wasm_i32x4_add(sum_b, wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, wasm_v128_load(xb)),
+                                                         wasm_i32x4_dot_i16x8(hi, wasm_v128_load(xb + 8))));
+        }
     };
-    const v128_t s0 = row(w), s1 = row(w + 32), s2 = row(w + 64), s3 = row(w + 96);
-    const v128_t s01 = wasm_i32x4_add(wasm_i32x4_shuffle(s0, s1, 0, 4, 1, 5), wasm_i32x4_shuffle(s0, s1, 2, 6, 3, 7));
-    const v128_t s23 = wasm_i32x4_add(wasm_i32x4_shuffle(s2, s3, 0, 4, 1, 5), wasm_i32x4_shuffle(s2, s3, 2, 6, 3, 7));
-    const v128_t sum = wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 1, 4, 5), wasm_i32x4_shuffle(s01, s23, 2, 3, 6, 7));
-    return wasm_f32x4_convert_i32x4(sum);
+    auto reduce = [](v128_t s0, v128_t s1, v128_t s2, v128_t s3) {
+        const v128_t s01 = wasm_i32x4_add(wasm_i32x4_shuffle(s0, s1, 0, 4, 1, 5), wasm_i32x4_shuffle(s0, s1, 2, 6, 3, 7));
+        const v128_t s23 = wasm_i32x4_add(wasm_i32x4_shuffle(s2, s3, 0, 4, 1, 5), wasm_i32x4_shuffle(s2, s3, 2, 6, 3, 7));
+        return wasm_f32x4_convert_i32x4(
+            wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 1, 4, 5), wasm_i32x4_shuffle(s01, s23, 2, 3, 6, 7)));
+    };
+    v128_t a0, a1, a2, a3, b0, b1, b2, b3;
+    row(w0, a0, b0);
+    row(w1, a1, b1);
+    row(w2, a2, b2);
+    row(w3, a3, b3);
+    dots_a = reduce(a0, a1, a2, a3);
+    dots_b = reduce(b0, b1, b2, b3);
 #elif defined(__AVX2__)
-    const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
-    const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 16));
-    auto row = [&](const int16_t* r) {
-        const __m256i* rv = reinterpret_cast<const __m256i*>(r);
-        return _mm256_add_epi32(_mm256_madd_epi16(_mm256_loadu_si256(rv), x0),
-                                _mm256_madd_epi16(_mm256_loadu_si256(rv + 1), x1));
-    };
-    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(row(w), row(w + 32)), _mm256_hadd_epi32(row(w + 64), row(w + 96)));
-    const __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-    return _mm_cvtepi32_ps(sum);
-#elif defined(__SSE2__)
-    const __m128i* xv = reinterpret_cast<const __m128i*>(x);
-    const __m128i x0 = _mm_loadu_si128(xv), x1 = _mm_loadu_si128(xv + 1), x2 = _mm_loadu_si128(xv + 2),
-                  x3 = _mm_loadu_si128(xv + 3);
-    auto row = [&](const int16_t* r) {
-        const __m128i* rv = reinterpret_cast<const __m128i*>(r);
-        return _mm_add_epi32(_mm_add_epi32(_mm_madd_epi16(_mm_loadu_si128(rv), x0), _mm_madd_epi16(_mm_loadu_si128(rv + 1), x1)),
-                             _mm_add_epi32(_mm_madd_epi16(_mm_loadu_si128(rv + 2), x2), _mm_madd_epi16(_mm_loadu_si128(rv + 3), x3)));
-    };
-    const __m128i s0 = row(w), s1 = row(w + 32), s2 = row(w + 64), s3 = row(w + 96);
-    const __m128i s01 = _mm_add_epi32(_mm_unpacklo_epi32(s0, s1), _mm_unpackhi_epi32(s0, s1));
-    const __m128i s23 = _mm_add_epi32(_mm_unpacklo_epi32(s2, s3), _mm_unpackhi_epi32(s2, s3));
-    return _mm_cvtepi32_ps(_mm_add_epi32(_mm_unpacklo_epi64(s01, s23), _mm_unpackhi_epi64(s01, s23)));
-#else
-    F4 out;
+    const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
+    const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + 16));
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16));
+    __m256i sa[4], sb[4];
+    const int8_t* rows[4] = {w0, w1, w2, w3};
     for (int r = 0; r < 4; ++r) {
-        int32_t sum = 0;
-        for (int j = 0; j < 32; ++j) sum += int32_t(w[32 * r + j]) * int32_t(x[j]);
-        out.v[r] = float(sum);
+        const __m256i w8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r]));
+        const __m256i lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(w8));
+        const __m256i hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(w8, 1));
+        sa[r] = _mm256_add_epi32(_mm256_madd_epi16(lo, a0), _mm256_madd_epi16(hi, a1));
+        sb[r] = _mm256_add_epi32(_mm256_madd_epi16(lo, b0), _mm256_madd_epi16(hi, b1));
     }
-    return out;
+    auto reduce = [](const __m256i* s) {
+        const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+        return _mm_cvtepi32_ps(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+    };
+    dots_a = reduce(sa);
+    dots_b = reduce(sb);
+#elif defined(__SSE2__)
+    const __m128i* av = reinterpret_cast<const __m128i*>(a);
+    const __m128i* bv = reinterpret_cast<const __m128i*>(b);
+    __m128i sa[4], sb[4];
+    const int8_t* rows[4] = {w0, w1, w2, w3};
+    for (int r = 0; r < 4; ++r) {
+        sa[r] = _mm_setzero_si128();
+        sb[r] = _mm_setzero_si128();
+        for (int half = 0; half < 2; ++half) {
+            const __m128i w8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[r] + 16 * half));
+            // int8 -> int16: each byte duplicated into both halves of a lane, then shifted down arithmetically.
+            const __m128i lo = _mm_srai_epi16(_mm_unpacklo_epi8(w8, w8), 8), hi = _mm_srai_epi16(_mm_unpackhi_epi8(w8, w8), 8);
+            sa[r] = _mm_add_epi32(sa[r], _mm_add_epi32(_mm_madd_epi16(lo, _mm_loadu_si128(av + 2 * half)),
+                                                       _mm_madd_epi16(hi, _mm_loadu_si128(av + 2 * half + 1))));
+            sb[r] = _mm_add_epi32(sb[r], _mm_add_epi32(_mm_madd_epi16(lo, _mm_loadu_si128(bv + 2 * half)),
+                                                       _mm_madd_epi16(hi, _mm_loadu_si128(bv + 2 * half + 1))));
+        }
+    }
+    auto reduce = [](const __m128i* s) {
+        const __m128i s01 = _mm_add_epi32(_mm_unpacklo_epi32(s[0], s[1]), _mm_unpackhi_epi32(s[0], s[1]));
+        const __m128i s23 = _mm_add_epi32(_mm_unpacklo_epi32(s[2], s[3]), _mm_unpackhi_epi32(s[2], s[3]));
+        return _mm_cvtepi32_ps(_mm_add_epi32(_mm_unpacklo_epi64(s01, s23), _mm_unpackhi_epi64(s01, s23)));
+    };
+    dots_a = reduce(sa);
+    dots_b = reduce(sb);
+#else
+    dots_a = q8_dot4(w0, w1, w2, w3, a);
+    dots_b = q8_dot4(w0, w1, w2, w3, b);
 #endif
 }
+
 inline const char* name() {
 #if defined(__wasm_simd128__)
     return "sse2 (wasm simd128)";
