@@ -15,6 +15,7 @@
 #include "attnlab/attnlab.hpp"
 #include "attnlab/error.hpp"
 #include "guarded.hpp"
+#include "speech.hpp"
 
 using namespace emscripten;
 using attnlab::wasm::guarded;
@@ -201,6 +202,14 @@ public:
         });
     }
 
+    // The speech recognizer's calls (speech.cpp): on this Model, so a speech file is loaded once.
+    val transcribe(const val& samples, int sample_rate, int beam, float ctc_weight) const {
+        return attnlab::wasm::transcribe_samples(model_, samples, sample_rate, beam, ctc_weight);
+    }
+    val transcribe_file(const val& bytes, int beam, float ctc_weight) const {
+        return attnlab::wasm::transcribe_file(model_, bytes, beam, ctc_weight);
+    }
+
 private:
     attnlab::Model model_;
 };
@@ -216,5 +225,7 @@ EMSCRIPTEN_BINDINGS(attnlab) {
         .function("info", &JsModel::info)
         .function("translate", &JsModel::translate)
         .function("translate", &JsModel::translate_with)
-        .function("caption", &JsModel::caption);
+        .function("caption", &JsModel::caption)
+        .function("transcribe", &JsModel::transcribe)
+        .function("transcribeFile", &JsModel::transcribe_file);
 }

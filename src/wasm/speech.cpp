@@ -1,7 +1,9 @@
-// The embind front end of speech recognition (web/lib/audio.mjs and core.mjs are its callers): a SpeechModel
-// from GGUF bytes, transcribing samples or the bytes of a WAV/FLAC file, and decodeAudio for WAV/FLAC bytes.
-// Errors reach JS through guarded.hpp: an attnlab::Error keeps its own kind's code, one without a kind is
-// ATTNLAB_BAD_INPUT, anything else ATTNLAB_INTERNAL.
+// The embind front end of speech recognition (web/lib/audio.mjs and core.mjs are its callers): transcribing samples
+// or the bytes of a WAV/FLAC file with a loaded model (speech.hpp, called by bindings.cpp's Model, so the weights
+// are loaded once), and decodeAudio for WAV/FLAC bytes. Errors reach JS through guarded.hpp: an attnlab::Error
+// keeps its own kind's code, one without a kind is ATTNLAB_BAD_INPUT, anything else ATTNLAB_INTERNAL.
+#include "speech.hpp"
+
 #include <emscripten/bind.h>
 
 #include <cstdint>
@@ -68,43 +70,16 @@ val transcription_js(const attnlab::Transcription& t) {
     out.set("spectrogram", spectrogram);
     out.set("logProbability", t.log_probability);
     out.set("finished", t.finished);
+    out.set("ctcWeight", t.ctc_weight);
     return out;
 }
 
-class JsSpeechModel {
-public:
-    explicit JsSpeechModel(const val& bytes) {
-        guarded(attnlab::ErrorKind::input, [&] {
-            model_ = attnlab::Model::from_bytes(copy_in<uint8_t>(bytes, "Uint8Array", "the model bytes"));
-            attnlab::check(model_.task() == "transcribe",
-                           "this model (" + model_.architecture() + ") cannot transcribe speech");
-            return 0;
-        });
-    }
-
-    // samples: a Float32Array of mono samples in [-1, 1] at sample_rate.
-    val transcribe(const val& samples, int sample_rate, int beam) const {
-        return guarded(attnlab::ErrorKind::input, [&] {
-            const std::vector<float> x = copy_in<float>(samples, "Float32Array", "the samples");
-            attnlab::TranscribeOptions options;
-            options.beam = beam;
-            return transcription_js(model_.transcribe(x.data(), x.size(), sample_rate, options));
-        });
-    }
-
-    // bytes: a Uint8Array holding a WAV or FLAC file.
-    val transcribe_file(const val& bytes, int beam) const {
-        return guarded(attnlab::ErrorKind::input, [&] {
-            const std::vector<uint8_t> file = copy_in<uint8_t>(bytes, "Uint8Array", "the audio file bytes");
-            attnlab::TranscribeOptions options;
-            options.beam = beam;
-            return transcription_js(model_.transcribe_file_bytes(file.data(), file.size(), options));
-        });
-    }
-
-private:
-    attnlab::Model model_;
-};
+attnlab::TranscribeOptions transcribe_options(int beam, float ctc_weight) {
+    attnlab::TranscribeOptions options;
+    options.beam = beam;
+    options.ctc_weight = ctc_weight;
+    return options;
+}
 
 // WAV or FLAC bytes -> { samples: Float32Array (mono), sampleRate, channels, encoding }.
 val decode_audio_js(const val& bytes) {
@@ -131,11 +106,26 @@ val transcribe_limits_js() {
 
 }  // namespace
 
+namespace attnlab::wasm {
+
+val transcribe_samples(const attnlab::Model& model, const val& samples, int sample_rate, int beam, float ctc_weight) {
+    return guarded(attnlab::ErrorKind::input, [&] {
+        const std::vector<float> x = copy_in<float>(samples, "Float32Array", "the samples");
+        return transcription_js(model.transcribe(x.data(), x.size(), sample_rate, transcribe_options(beam, ctc_weight)));
+    });
+}
+
+val transcribe_file(const attnlab::Model& model, const val& bytes, int beam, float ctc_weight) {
+    return guarded(attnlab::ErrorKind::input, [&] {
+        const std::vector<uint8_t> file = copy_in<uint8_t>(bytes, "Uint8Array", "the audio file bytes");
+        return transcription_js(
+            model.transcribe_file_bytes(file.data(), file.size(), transcribe_options(beam, ctc_weight)));
+    });
+}
+
+}  // namespace attnlab::wasm
+
 EMSCRIPTEN_BINDINGS(attnlab_speech) {
     function("decodeAudio", &decode_audio_js);
     function("transcribeLimits", &transcribe_limits_js);
-    class_<JsSpeechModel>("SpeechModel")
-        .constructor<const val&>()
-        .function("transcribe", &JsSpeechModel::transcribe)
-        .function("transcribeFile", &JsSpeechModel::transcribe_file);
 }

@@ -58,17 +58,21 @@ export function checkAborted(signal) {
 }
 
 /**
- * Checks transcribe()'s options against the engine's limits (engineLimits(): maxBeam); returns { beam,
- * sampleRate, signal } with the default beam 1.
+ * Checks transcribe()'s options against the engine's limits (engineLimits(): maxBeam); returns { beam, ctcWeight,
+ * sampleRate, signal } with the default beam 1 and ctcWeight -1 (the model's: the engine decides, and refuses a
+ * positive weight for a model without a CTC head).
  */
 export function validateTranscribeOptions(options = {}, limits) {
   if (options === null || typeof options !== 'object') {
     throw audioError('transcribe() options must be an object', 'ATTNLAB_BAD_OPTIONS');
   }
-  const { beam = 1, sampleRate, signal } = options;
+  const { beam = 1, ctcWeight = -1, sampleRate, signal } = options;
   const maxBeam = limits?.maxBeam;
   if (!Number.isInteger(beam) || beam < 1 || (Number.isInteger(maxBeam) && beam > maxBeam)) {
     throw audioError(`beam must be an integer from 1 to ${maxBeam}, got ${beam}`, 'ATTNLAB_BAD_OPTIONS');
+  }
+  if (typeof ctcWeight !== 'number' || !(ctcWeight === -1 || (ctcWeight >= 0 && ctcWeight <= 1))) {
+    throw audioError(`ctcWeight must be a number from 0 to 1 (or -1, the model's), got ${ctcWeight}`, 'ATTNLAB_BAD_OPTIONS');
   }
   if (sampleRate !== undefined && (!Number.isInteger(sampleRate) || sampleRate <= 0)) {
     throw audioError(`sampleRate must be a positive integer (Hz), got ${sampleRate}`, 'ATTNLAB_BAD_OPTIONS');
@@ -76,7 +80,7 @@ export function validateTranscribeOptions(options = {}, limits) {
   if (signal !== undefined && signal !== null && typeof signal.aborted !== 'boolean') {
     throw audioError('signal must be an AbortSignal', 'ATTNLAB_BAD_OPTIONS');
   }
-  return { beam, sampleRate, signal };
+  return { beam, ctcWeight, sampleRate, signal };
 }
 
 // The browser's decoder, for formats the engine does not read (MP3, Ogg, WebM/Opus from a MediaRecorder, ...).
@@ -131,20 +135,19 @@ export async function prepareAudio(input, options) {
   return { ...decoded, owned: true };
 }
 
-/** The speech half of an engine model (core.mjs): { transcribe(prepared, { beam }), dispose() }, synchronous. */
-export function createSpeechModel(engine, data) {
-  if (typeof engine.SpeechModel !== 'function') throw audioError('the engine has no speech support: web/dist is out of date', 'ATTNLAB_INTERNAL');
-  const model = new engine.SpeechModel(data);
+/**
+ * transcribe() on an engine Model (core.mjs) that holds a speech recognizer: { transcribe(prepared, { beam,
+ * ctcWeight }) }, synchronous. The Model itself transcribes, so its weights are loaded once.
+ */
+export function speechCalls(model) {
+  if (typeof model.transcribeFile !== 'function') throw audioError('the engine has no speech support: web/dist is out of date', 'ATTNLAB_INTERNAL');
   return {
-    transcribe(prepared, { beam }) {
+    transcribe(prepared, { beam, ctcWeight }) {
       const start = performance.now();
-      const result = prepared.bytes ? model.transcribeFile(prepared.bytes, beam)
-                                    : model.transcribe(prepared.samples, prepared.sampleRate, beam);
+      const result = prepared.bytes ? model.transcribeFile(prepared.bytes, beam, ctcWeight)
+                                    : model.transcribe(prepared.samples, prepared.sampleRate, beam, ctcWeight);
       result.timeMs = performance.now() - start;
       return result;
-    },
-    dispose() {
-      model.delete();
     },
   };
 }

@@ -3,7 +3,7 @@
 import { loadEngine } from './engine.mjs';
 import { checkPixels } from './image.mjs';
 import { AttnlabError, ERROR_CODES, checkSignal, toAttnlabError } from './errors.mjs';
-import { createSpeechModel, validateTranscribeOptions } from './audio.mjs';
+import { speechCalls, validateTranscribeOptions } from './audio.mjs';
 
 export const TASKS = ['translate', 'caption', 'transcribe'];
 
@@ -151,13 +151,14 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
   }
   let info;
   let speech = null;
+  let disposed = false;
   try {
     info = model.info();
     if (!TASKS.includes(info.task)) {
       throw new AttnlabError(ERROR_CODES.BAD_MODEL,
                              `attnlab: this model's task is "${info.task}" (${info.architecture}), not one of ${TASKS.join(', ')}`);
     }
-    if (info.task === 'transcribe') speech = createSpeechModel(engine, data);
+    if (info.task === 'transcribe') speech = speechCalls(model);
   } catch (error) {
     model.delete();
     throw engineError(error, ERROR_CODES.BAD_MODEL);
@@ -194,15 +195,17 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
     // prepared: audio.mjs prepareAudio()'s { bytes } or { samples, sampleRate }
     transcribe(prepared, options) {
       if (info.task !== 'transcribe') throw wrongTaskError(info, 'transcribe');
-      const { beam } = validateTranscribeOptions(options, limits);
+      const { beam, ctcWeight } = validateTranscribeOptions(options, limits);
+      // A model terminated while its caller read or decoded the audio (DirectModel awaits that inside its turn).
+      if (disposed) throw new AttnlabError(ERROR_CODES.CLOSED, 'attnlab: the model was terminated');
       try {
-        return speech.transcribe(prepared, { beam });
+        return speech.transcribe(prepared, { beam, ctcWeight });
       } catch (error) {
         throw engineError(error);
       }
     },
     dispose() {
-      speech?.dispose();
+      disposed = true;
       model.delete();
     },
     /**

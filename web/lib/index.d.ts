@@ -298,6 +298,12 @@ export type TranscribeInput = Float32Array | AudioBuffer | Blob | ArrayBuffer | 
 export interface TranscribeOptions {
   /** Beam width, 1 (greedy, the default) to limits.maxBeam. */
   beam?: number;
+  /**
+   * λ of the joint CTC/attention score (1 − λ) log p_att + λ log p_ctc, 0 (attention only) to 1; -1 (the default)
+   * is the model's own (0.3 for the shipped model; 0 for a file without a CTC head, which refuses a positive one).
+   * With λ > 0, beam 1 is the CTC-aware greedy search.
+   */
+  ctcWeight?: number;
   /** The samples' rate in Hz (8000..48000), required with a Float32Array; files and AudioBuffers carry their own. */
   sampleRate?: number;
   /** Rejects the call ("attnlab: transcribe() was aborted", code ATTNLAB_ABORTED) if aborted before it runs. */
@@ -328,10 +334,12 @@ export interface Transcription {
   /** [characters × frames]: the raw location-aware scores the weights are the softmax of. */
   scores: Matrix;
   spectrogram: Spectrogram;
-  /** Σ log p of the characters (and of the end when the model wrote it). */
+  /** Σ log p of the characters (and of the end when the model wrote it), by the attention decoder. */
   logProbability: number;
   /** True when the model ended the transcript (false: it stopped at the length limit). */
   finished: boolean;
+  /** The CTC weight λ it was decoded with (0: attention only). */
+  ctcWeight: number;
   /** Milliseconds the engine took: decoding the file (if any), the features and the recognizer. */
   timeMs: number;
 }

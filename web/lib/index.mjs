@@ -366,7 +366,7 @@ class WorkerModel {
     const sent = this.#audioTail.then(async () => {
       const audio = await prepared;
       checkAborted(checked.signal);
-      return this.call('transcribe', { audio, options: { beam: checked.beam } }, transferablesOfAudio(audio),
+      return this.call('transcribe', { audio, options: { beam: checked.beam, ctcWeight: checked.ctcWeight } }, transferablesOfAudio(audio),
                        { signal: checked.signal, what: 'the transcription' });
     });
     this.#audioTail = sent.catch(() => {});
