@@ -6,7 +6,10 @@
 // with maxLength 1 (encoder + one step) and its per-token decoder time by the difference:
 //     per_token = (t(full) - t(maxLength 1)) / (steps - 1),   encoder = t(maxLength 1) - per_token
 // onnxruntime-web is timed directly: encoder session once, then the decoder-step session in a JS greedy loop
-// (argmax, stop at EOS, at most floor(1.5 * |source ids| + 10) tokens: the engine's rule, search.cpp).
+// (argmax over the tokens the engine's default no-repeat-4-gram rule allows, stop at EOS, at most
+// floor(1.5 * |source ids| + 10) tokens: the engine's rules, search.cpp).
+
+import { bannedTokens, SEARCH_DEFAULTS } from './paragraph_harness.mjs';
 
 const now = () => performance.now();
 
@@ -19,6 +22,16 @@ export const stepsFor = (tokens, sourceLength) => tokens + (tokens < maxTargetLe
 export function argmax(values) {
   let best = 0;
   for (let i = 1; i < values.length; ++i) if (values[i] > values[best]) best = i;
+  return best;
+}
+
+// The greedy choice after `tokens` under the engine's default n-gram rule: the banned tokens leave the argmax.
+function chooseGreedy(logits, tokens) {
+  const banned = bannedTokens(tokens, SEARCH_DEFAULTS.noRepeatNgram);
+  if (!banned.length) return argmax(logits);
+  let best = -1;
+  for (let i = 0; i < logits.length; ++i)
+    if ((best < 0 || logits[i] > logits[best]) && !banned.includes(i)) best = i;
   return best;
 }
 
@@ -41,7 +54,7 @@ async function ortGreedy(ort, encoder, decoder, info, sourceIds) {
       const out = await decoder.run({ token: new ort.Tensor('int64', BigInt64Array.of(BigInt(token)), [1]), state,
                                       memory: encoded.memory, keys: encoded.keys });
       ++steps;
-      token = argmax(out.logits.data);
+      token = chooseGreedy(out.logits.data, tokens);
       state = out.next_state;
       if (token === info.eos) break;
       tokens.push(token);
@@ -55,7 +68,7 @@ async function ortGreedy(ort, encoder, decoder, info, sourceIds) {
                                       position: new ort.Tensor('int64', BigInt64Array.of(BigInt(i)), [1]),
                                       past_k: pastK, past_v: pastV, cross_k: encoded.cross_k, cross_v: encoded.cross_v });
       ++steps;
-      token = argmax(out.logits.data);
+      token = chooseGreedy(out.logits.data, tokens);
       pastK = out.present_k;
       pastV = out.present_v;
       if (token === info.eos) break;

@@ -2,7 +2,7 @@
 // npm module in the page's thread (no worker, so both engines run on the same thread) and onnxruntime-web's wasm
 // backend, interleaved sentence by sentence on the same sentences and source ids. Sets
 // window.benchResult = { models: { kind: { attnlab, ort, [attnlab_q8], mismatches } } } or { error }.
-import { loadModel } from '/web/lib/index.mjs';
+import { env, loadModel } from '/web/lib/index.mjs';
 import * as ort from '/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs';
 import { attnlabRunner, benchInterleaved, ortRunner, summarizeAttnlab, summarizeOrt, tokenMismatches }
   from '/bench/translate_harness.mjs';
@@ -12,6 +12,8 @@ const bytesOf = async (url) => new Uint8Array(await (await fetch(url)).arrayBuff
 async function main() {
   const config = await (await fetch('/config.json')).json();
   ort.env.wasm.wasmPaths = '/node_modules/onnxruntime-web/dist/';
+  // Batch 1 on one thread, both engines (the page is cross-origin isolated, where attnlab would pick its threaded build).
+  env.threads = 1;
   const loadOptions = { useWorker: false, cache: false };
   const models = {};
   for (const model of config.models) {
