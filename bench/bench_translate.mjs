@@ -317,7 +317,7 @@ function reportParagraphs(result, pages, models, references, paragraphCount) {
   for (const m of models) {
     console.log(`\n${m.kind.toUpperCase()} paragraphs in Chromium: test2016, ${paragraphsTimed} paragraphs of ${PARAGRAPH_SENTENCES} ` +
                 `sentences after a warm-up one, beam 4, engines interleaved paragraph by paragraph; BLEU 13a (detokenized, ` +
-                `cased) on the ${timedReferences.length} sentences; one page per ORT thread count`);
+                `cased) on the ${timedReferences.length} sentences; one page per thread count, both engines at it`);
     const header = ['page / engine', 'words/s', 'paragraph ms', 'BLEU', 'how'];
     const widths = [28, 9, 13, 7, 0];
     const line = (cells) => cells.map((c, i) => (i === 0 || i === 4 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join(' ');
