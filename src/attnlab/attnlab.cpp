@@ -6,6 +6,7 @@
 #include "attnlab/audio/features.hpp"
 #include "attnlab/audio/flac.hpp"
 #include "attnlab/decode/search.hpp"
+#include "attnlab/decode/sentences.hpp"
 #include "attnlab/error.hpp"
 #include "attnlab/image/preprocess.hpp"
 #include "attnlab/io/gguf.hpp"
@@ -184,6 +185,7 @@ decode::SearchOptions search_options(const TranslateOptions& options) {
     search.beam = options.beam;
     search.length_penalty = options.length_penalty;
     search.no_repeat_ngram = options.no_repeat_ngram >= 0 ? options.no_repeat_ngram : kDefaultTranslationNoRepeatNgram;
+    search.record_tree = options.beam_tree;
     if (options.max_length > 0) {
         search.max_length_ratio = 0.0f;
         search.max_length_extra = options.max_length;
@@ -224,9 +226,67 @@ std::vector<Warning> translation_warnings(const text::Tokenizer& source, const s
     return warnings;
 }
 
+// The search's tree with each token's piece.
+BeamTree to_beam_tree(const decode::SearchTree& tree, const text::Tokenizer& tokenizer) {
+    BeamTree out;
+    out.winner = tree.winner;
+    std::vector<int32_t> ids;
+    ids.reserve(tree.nodes.size());
+    for (const decode::TreeNode& node : tree.nodes) ids.push_back(node.token);
+    const std::vector<std::string> pieces = tokenizer.pieces_of(ids);
+    out.nodes.reserve(tree.nodes.size());
+    for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
+        const decode::TreeNode& n = tree.nodes[i];
+        out.nodes.push_back({n.step, n.parent, n.token, pieces[i], n.log_probability, n.cumulative, n.score, n.finished});
+    }
+    return out;
+}
+
 template <typename Rows>
 void append_rows(const Rows& rows, std::vector<float>& out) {
     for (const auto& row : rows) out.insert(out.end(), row.begin(), row.end());
+}
+
+}  // namespace
+
+namespace {
+
+// What a translator's search result decides in a Translation, alike for one text and for several.
+void take_hypothesis(Translation& result, decode::Hypothesis&& best, const text::Tokenizer& source,
+                     const text::Tokenizer& target, int source_eos, const decode::SearchOptions& search) {
+    result.target_ids = std::move(best.tokens);
+    result.text = target.decode(result.target_ids);
+    result.source_tokens = source.pieces_of(result.source_ids);
+    result.target_tokens = target.pieces_of(result.target_ids);
+    append_rows(best.attention, result.attention);
+    append_rows(best.scores, result.scores);
+    append_rows(best.context, result.context);
+    result.log_probability = best.log_probability;
+    result.beam_tree = to_beam_tree(best.tree, target);
+    result.stop_reason = best.finished ? StopReason::eos : StopReason::max_length;
+    result.warnings = translation_warnings(source, result.source_ids, source_eos, result.stop_reason,
+                                           decode::max_target_length(search, static_cast<int>(result.source_ids.size())));
+}
+
+void take_encoding(Translation& result, const models::RnnSeq2Seq& model, const models::RnnEncoded& encoded) {
+    result.context_size = static_cast<int>(encoded.memory.shape(1));
+    result.values.assign(encoded.memory.data(), encoded.memory.data() + encoded.memory.size());
+    result.score_function = nn::score_name(model.config.score);
+}
+
+void take_encoding(Translation& result, const models::Transformer& model, const models::TransformerEncoded& encoded) {
+    result.score_function = nn::score_name(nn::Score::scaled_dot);
+    result.encoder_self_attention = to_attention_tensor(encoded.self_attention);
+    // The full per-layer tensors of the chosen output are recomputed once rather than carried by every beam.
+    Tensor4 decoder_self, cross;
+    models::transformer_output_attention(model, encoded, result.target_ids, decoder_self, cross);
+    result.decoder_self_attention = to_attention_tensor(decoder_self);
+    result.cross_attention = to_attention_tensor(cross);
+    if (encoded.queries.size() > 0) {  // TranslateOptions::query_key
+        result.encoder_queries = to_attention_tensor(encoded.queries);
+        result.encoder_keys = to_attention_tensor(encoded.keys);
+        result.encoder_self_scores = to_attention_tensor(encoded.self_scores);
+    }
 }
 
 }  // namespace
@@ -235,43 +295,98 @@ Translation Model::translate(const std::string& text, const TranslateOptions& op
     const Impl& m = *impl_;
     check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate", ErrorKind::task);
     const decode::SearchOptions search = search_options(options);
+    const int source_eos = m.rnn ? (m.rnn->config.source_eos ? m.rnn->eos : -1)
+                                 : (m.transformer->config.source_eos ? m.transformer->eos : -1);
     Translation result;
     result.source_ids = m.rnn ? encode_source(*m.source_tokenizer, text, m.rnn->config.source_eos, m.rnn->eos)
                               : encode_source(*m.source_tokenizer, text, m.transformer->config.source_eos,
                                               m.transformer->eos);
-    auto take_hypothesis = [&](decode::Hypothesis&& best) {
-        result.target_ids = std::move(best.tokens);
-        result.text = m.target_tokenizer->decode(result.target_ids);
-        result.source_tokens = m.source_tokenizer->pieces_of(result.source_ids);
-        result.target_tokens = m.target_tokenizer->pieces_of(result.target_ids);
-        append_rows(best.attention, result.attention);
-        append_rows(best.scores, result.scores);
-        append_rows(best.context, result.context);
-        result.log_probability = best.log_probability;
-        result.stop_reason = best.finished ? StopReason::eos : StopReason::max_length;
-        const int source_eos = m.rnn ? (m.rnn->config.source_eos ? m.rnn->eos : -1)
-                                     : (m.transformer->config.source_eos ? m.transformer->eos : -1);
-        result.warnings = translation_warnings(*m.source_tokenizer, result.source_ids, source_eos, result.stop_reason,
-                                               decode::max_target_length(search, static_cast<int>(result.source_ids.size())));
-    };
     if (m.rnn) {
         const models::RnnEncoded encoded = models::rnn_encode(*m.rnn, result.source_ids);
-        take_hypothesis(decode::search(models::RnnDecoder(*m.rnn, encoded), search));
-        result.context_size = static_cast<int>(encoded.memory.shape(1));
-        result.values.assign(encoded.memory.data(), encoded.memory.data() + encoded.memory.size());
-        result.score_function = nn::score_name(m.rnn->config.score);
+        take_hypothesis(result, decode::search(models::RnnDecoder(*m.rnn, encoded), search), *m.source_tokenizer,
+                        *m.target_tokenizer, source_eos, search);
+        take_encoding(result, *m.rnn, encoded);
     } else {
-        const models::TransformerEncoded encoded = models::transformer_encode(*m.transformer, result.source_ids);
-        take_hypothesis(decode::search(models::TransformerDecoder(*m.transformer, encoded), search));
-        result.score_function = nn::score_name(nn::Score::scaled_dot);
-        result.encoder_self_attention = to_attention_tensor(encoded.self_attention);
-        // The full per-layer tensors of the chosen output are recomputed once rather than carried by every beam.
-        Tensor4 decoder_self, cross;
-        models::transformer_output_attention(*m.transformer, encoded, result.target_ids, decoder_self, cross);
-        result.decoder_self_attention = to_attention_tensor(decoder_self);
-        result.cross_attention = to_attention_tensor(cross);
+        const models::TransformerEncoded encoded =
+            models::transformer_encode(*m.transformer, result.source_ids, options.query_key);
+        take_hypothesis(result, decode::search(models::TransformerDecoder(*m.transformer, encoded), search),
+                        *m.source_tokenizer, *m.target_tokenizer, source_eos, search);
+        take_encoding(result, *m.transformer, encoded);
     }
     return result;
+}
+
+namespace {
+
+// An error about texts[index], naming it, of the same kind.
+[[noreturn]] void fail_at(std::size_t index, const Error& error) {
+    throw Error("texts[" + std::to_string(index) + "]: " + error.what(), error.kind());
+}
+
+}  // namespace
+
+std::vector<Translation> Model::translate(const std::vector<std::string>& texts, const TranslateOptions& options) const {
+    const Impl& m = *impl_;
+    check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate", ErrorKind::task);
+    const decode::SearchOptions search = search_options(options);
+    std::vector<Translation> results(texts.size());
+    if (options.query_key) {  // the query/key extra comes from the one-sentence path only
+        for (std::size_t i = 0; i < texts.size(); ++i) {
+            try {
+                results[i] = translate(texts[i], options);
+            } catch (const Error& error) {
+                fail_at(i, error);
+            }
+        }
+        return results;
+    }
+    const int source_eos = m.rnn ? (m.rnn->config.source_eos ? m.rnn->eos : -1)
+                                 : (m.transformer->config.source_eos ? m.transformer->eos : -1);
+    // Every text is checked before any is translated, so a bad one costs nothing.
+    std::vector<int> lengths(texts.size());
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        try {
+            results[i].source_ids = m.rnn ? encode_source(*m.source_tokenizer, texts[i], m.rnn->config.source_eos, m.rnn->eos)
+                                          : encode_source(*m.source_tokenizer, texts[i], m.transformer->config.source_eos,
+                                                          m.transformer->eos);
+        } catch (const Error& error) {
+            fail_at(i, error);
+        }
+        lengths[i] = static_cast<int>(results[i].source_ids.size());
+    }
+    for (const std::vector<int>& bucket : decode::length_buckets(lengths, search.beam)) {
+        std::vector<decode::Hypothesis> best;
+        if (m.rnn) {
+            std::vector<models::RnnEncoded> encoded;
+            std::vector<const models::RnnEncoded*> sentences;
+            encoded.reserve(bucket.size());
+            for (int i : bucket) {
+                encoded.push_back(models::rnn_encode(*m.rnn, results[i].source_ids));
+                sentences.push_back(&encoded.back());
+            }
+            best = decode::search_sentences(models::RnnSentencesDecoder(*m.rnn, sentences), search);
+            for (std::size_t k = 0; k < bucket.size(); ++k) {
+                Translation& result = results[bucket[k]];
+                take_hypothesis(result, std::move(best[k]), *m.source_tokenizer, *m.target_tokenizer, source_eos, search);
+                take_encoding(result, *m.rnn, encoded[k]);
+            }
+        } else {
+            std::vector<models::TransformerEncoded> encoded;
+            std::vector<const models::TransformerEncoded*> sentences;
+            encoded.reserve(bucket.size());
+            for (int i : bucket) {
+                encoded.push_back(models::transformer_encode(*m.transformer, results[i].source_ids));
+                sentences.push_back(&encoded.back());
+            }
+            best = decode::search_sentences(models::TransformerSentencesDecoder(*m.transformer, sentences), search);
+            for (std::size_t k = 0; k < bucket.size(); ++k) {
+                Translation& result = results[bucket[k]];
+                take_hypothesis(result, std::move(best[k]), *m.source_tokenizer, *m.target_tokenizer, source_eos, search);
+                take_encoding(result, *m.transformer, encoded[k]);
+            }
+        }
+    }
+    return results;
 }
 
 namespace {
@@ -282,15 +397,18 @@ Caption caption_grid(const models::Captioner& captioner, const text::Tokenizer& 
     check_option(Option::caption_max_length, "maxLength", options.max_length);
     check_option(Option::caption_no_repeat_ngram, "noRepeatNgram", options.no_repeat_ngram);
     const decode::Hypothesis best =
-        models::caption_from_features(captioner.decoders, grid, options.beam, options.max_length, options.no_repeat_ngram);
+        models::caption_from_features(captioner.decoders, grid, options.beam, options.max_length, options.no_repeat_ngram,
+                                      options.beam_tree);
     Caption result;
     result.ids = best.tokens;
     result.text = tokenizer.decode(result.ids);
     result.tokens = tokenizer.pieces_of(result.ids);
     for (const auto& row : best.attention) result.attention.insert(result.attention.end(), row.begin(), row.end());
+    for (const auto& row : best.scores) result.scores.insert(result.scores.end(), row.begin(), row.end());
     result.grid_height = captioner.decoders.front().config.grid_height;
     result.grid_width = captioner.decoders.front().config.grid_width;
     result.log_probability = best.log_probability;
+    result.beam_tree = to_beam_tree(best.tree, tokenizer);
     return result;
 }
 

@@ -213,6 +213,13 @@ public:
     // from_bytes() and open(), about the model file.
     // Throws attnlab::Error for a model that cannot translate, empty/oversized/invalid UTF-8 text, bad options.
     Translation translate(const std::string& text, const TranslateOptions& options = {}) const;
+    // Several texts (a paragraph's sentences, a file's lines), each translated exactly as translate(text) does it
+    // (the same tokens, stop reason and warnings; attention up to float summation order), in input order. They
+    // are decoded together: sorted by length into groups of at most decode::kMaxSentenceBatchRows rows
+    // (sentences × beam), each group's decoder steps all live hypotheses of all its sentences at once, reading
+    // each weight once per step. Every text is checked first; a bad one throws what translate(text) throws, its
+    // message prefixed with "texts[i]: ", and nothing is translated.
+    std::vector<Translation> translate(const std::vector<std::string>& texts, const TranslateOptions& options = {}) const;
 
     // Captions an RGBA image (width × height × 4 bytes, row-major, any size; alpha is ignored). Throws
     // attnlab::Error for a model that cannot caption (or has no image encoder), a bad size or bad options.

@@ -1,4 +1,5 @@
 // The attnlab command line. Exit status 0 on success, 1 on any error or bad usage (message on stderr).
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,11 +43,14 @@ constexpr Command kCommands[] = {
     {"info",
      "  info --model FILE                         the model's metadata\n"},
     {"translate",
-     "  translate --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--json] [TEXT...]\n"
+     "  translate --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--batch N] [--json] [TEXT...]\n"
      "                                            translate TEXT, or each line of stdin when no TEXT is given;\n"
      "                                            a terminal also gets the alignment as a text heatmap\n"
      "                                            (--beam 1..64, --max-length 0 (automatic)..1000,\n"
-     "                                            --no-repeat-ngram -1 (default), 0 (off), 2..8)\n"},
+     "                                            --no-repeat-ngram -1 (default), 0 (off), 2..8)\n"
+     "                                            stdin lines already waiting are translated together, up to\n"
+     "                                            --batch 1..256 at once (default 16), with the same results\n"
+     "                                            as one by one; a bad line still gets its error in its place\n"},
     {"caption",
      "  caption --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--json] IMAGE...\n"
      "                                            caption JPEG/PNG images, one line per image\n"
@@ -80,23 +84,28 @@ struct Flag {
 
 struct Arguments {
     std::string model;
-    Flag beam, max_length, no_repeat_ngram, ctc_weight;
+    Flag beam, max_length, no_repeat_ngram, ctc_weight, batch;
     bool json = false;
     std::vector<std::string> words;
 };
 
 // The flag's value checked against the engine's option table, so the CLI accepts what the engine and the JS
 // module accept and words a refusal as they do, naming the flag ("--beam must be an integer from 1 to 64, got 65").
-int flag_value(const std::string& name, const Flag& flag, attnlab::Option option, int fallback) {
-    if (!flag.given) return fallback;
+// The flag's text as a whole number; errno is ERANGE when it does not fit.
+long long whole_number(const std::string& name, const Flag& flag) {
     const std::string& text = flag.text;
     const std::size_t digits = text.find_first_not_of("0123456789", text.empty() || text[0] != '-' ? 0 : 1);
     const bool whole = digits == std::string::npos && text != "" && text != "-";
     attnlab::check(whole, name + " needs a whole number, got '" + text + "'", attnlab::ErrorKind::options);
     errno = 0;
-    const long long value = std::strtoll(text.c_str(), nullptr, 10);
+    return std::strtoll(text.c_str(), nullptr, 10);
+}
+
+int flag_value(const std::string& name, const Flag& flag, attnlab::Option option, int fallback) {
+    if (!flag.given) return fallback;
+    const long long value = whole_number(name, flag);
     attnlab::check(errno != ERANGE && attnlab::option_accepts(option, value),
-                   attnlab::option_error(option, name, text), attnlab::ErrorKind::options);
+                   attnlab::option_error(option, name, flag.text), attnlab::ErrorKind::options);
     return static_cast<int>(value);
 }
 
@@ -117,6 +126,7 @@ Arguments parse(const std::vector<std::string>& args) {
         else if (a == "--max-length") flag(out.max_length);
         else if (a == "--no-repeat-ngram") flag(out.no_repeat_ngram);
         else if (a == "--ctc-weight") flag(out.ctc_weight);
+        else if (a == "--batch") flag(out.batch);
         else if (a == "--json") out.json = true;
         else if (a == "--") { out.words.insert(out.words.end(), args.begin() + i + 1, args.end()); break; }
         else if (a.size() > 1 && a[0] == '-' && a[1] == '-') attnlab::fail("unknown option " + a + " (attnlab " + args[0] + " --help lists them)");
@@ -130,7 +140,8 @@ void refuse_flags(const Arguments& args, const std::string& command, bool beam, 
     const std::pair<const char*, bool> flags[] = {{"--beam", args.beam.given && !beam},
                                                  {"--max-length", args.max_length.given && !max_length},
                                                  {"--no-repeat-ngram", args.no_repeat_ngram.given && !no_repeat_ngram},
-                                                 {"--ctc-weight", args.ctc_weight.given && command != "transcribe"}};
+                                                 {"--ctc-weight", args.ctc_weight.given && command != "transcribe"},
+                                                 {"--batch", args.batch.given && command != "translate"}};
     for (const auto& [name, refused] : flags)
         attnlab::check(!refused, command + " takes no " + name + " (attnlab " + command + " --help)",
                        attnlab::ErrorKind::options);
@@ -248,6 +259,16 @@ std::string translation_json(const attnlab::Translation& t) {
     return out + "}";
 }
 
+// The largest --batch: beyond a few dozen lines a batch reads no weight less often (decode::kMaxSentenceBatchRows).
+constexpr long long kMaxLineBatch = 256;
+
+// Whether std::cin can give more without waiting: bytes in its buffer, or readable (or at its end) on the fd.
+bool input_waiting() {
+    if (std::cin.rdbuf()->in_avail() > 0) return true;
+    pollfd input{STDIN_FILENO, POLLIN, 0};
+    return poll(&input, 1, 0) > 0;
+}
+
 int run_translate(const Arguments& args) {
     refuse_flags(args, "translate", true, true, true);
     attnlab::TranslateOptions options;
@@ -255,12 +276,19 @@ int run_translate(const Arguments& args) {
     options.max_length = flag_value("--max-length", args.max_length, attnlab::Option::translation_max_length, 0);
     options.no_repeat_ngram =
         flag_value("--no-repeat-ngram", args.no_repeat_ngram, attnlab::Option::translation_no_repeat_ngram, -1);
+    long long batch_size = 16;  // stdin lines translated at once
+    if (args.batch.given) {
+        batch_size = whole_number("--batch", args.batch);
+        attnlab::check(errno != ERANGE && batch_size >= 1 && batch_size <= kMaxLineBatch,
+                       "--batch must be an integer from 1 to " + std::to_string(kMaxLineBatch) + ", got " +
+                           args.batch.text,
+                       attnlab::ErrorKind::options);
+    }
     attnlab::check(!args.model.empty(), "translate needs --model FILE");
     const attnlab::Model model = attnlab::Model::open(args.model);
     const bool heatmap = !args.json && isatty(STDOUT_FILENO);
 
-    auto translate_one = [&](const std::string& text) {
-        const attnlab::Translation t = model.translate(text, options);
+    auto print = [&](const attnlab::Translation& t) {
         if (args.json) {
             std::printf("%s\n", translation_json(t).c_str());
         } else {
@@ -274,20 +302,46 @@ int run_translate(const Arguments& args) {
     if (!args.words.empty()) {
         std::string text;
         for (const std::string& w : args.words) text += (text.empty() ? "" : " ") + w;
-        translate_one(text);
+        print(model.translate(text, options));
         return 0;
     }
     // One result per input line, so a bad line answers with an error in its place and the status becomes 1.
     int status = 0;
-    std::string line;
-    while (std::getline(std::cin, line)) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
+    auto translate_line = [&](const std::string& line) {
         try {
-            translate_one(line);
+            print(model.translate(line, options));
         } catch (const attnlab::Error& e) {
             std::fprintf(stderr, "attnlab: %s\n", e.what());
             std::printf(args.json ? "{%s}\n" : "%s\n", args.json ? error_fields(e).c_str() : "");
             status = 1;
+        }
+    };
+    // Lines already waiting are translated together (Model::translate of several texts: the same results, each
+    // weight read once per step for all of them). A batch never waits for more input, so a program that writes
+    // one line and reads its answer gets it at once.
+    std::ios::sync_with_stdio(false);  // std::cin's own buffer, so that in_avail() sees the lines it holds
+    std::vector<std::string> lines;
+    std::string line;
+    bool more = true;
+    while (more) {
+        lines.clear();
+        while (static_cast<long long>(lines.size()) < batch_size && (lines.empty() || input_waiting())) {
+            if (!std::getline(std::cin, line)) {
+                more = false;
+                break;
+            }
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            lines.push_back(line);
+        }
+        if (lines.size() == 1) {
+            translate_line(lines.front());
+        } else if (!lines.empty()) {
+            try {
+                for (const attnlab::Translation& t : model.translate(lines, options)) print(t);
+            } catch (const attnlab::Error&) {
+                // A bad line among them: each line again alone, so every line gets its own result or error.
+                for (const std::string& text : lines) translate_line(text);
+            }
         }
         std::fflush(stdout);
     }

@@ -10,8 +10,6 @@
 
 namespace attnlab::decode {
 
-namespace {
-
 void validate(const SearchOptions& options) {
     check(options.beam >= 1 && options.beam <= kMaxBeam,
           "beam width must be between 1 and " + std::to_string(kMaxBeam) + ", got " + std::to_string(options.beam));
@@ -22,6 +20,8 @@ void validate(const SearchOptions& options) {
           "no-repeat n-gram size must be between 0 and " + std::to_string(kMaxNoRepeatNgram) + ", got " +
               std::to_string(options.no_repeat_ngram));
 }
+
+namespace {
 
 struct Beam {
     StatePtr state;
@@ -292,8 +292,8 @@ private:
     std::vector<float> weights_, scores_, context_;
 };
 
-// Chooses the next token from one row of logits [vocab] exactly as greedy_one_by_one does; the row ends as
-// log-probabilities.
+}  // namespace
+
 int32_t choose_greedy(float* logits, int vocab, const std::vector<int32_t>& tokens, int no_repeat_ngram) {
     if (no_repeat_ngram >= 2) {  // banned after the softmax, so log p stays the model's
         kernels::log_softmax_rows(1, vocab, logits, vocab);
@@ -304,6 +304,8 @@ int32_t choose_greedy(float* logits, int vocab, const std::vector<int32_t>& toke
     kernels::log_softmax_rows(1, vocab, logits, vocab);
     return token;
 }
+
+namespace {
 
 Hypothesis greedy_batched(const Decoder& decoder, const SearchOptions& options) {
     const int max_length = max_target_length(options, decoder.source_length());
@@ -338,21 +340,14 @@ Hypothesis greedy_batched(const Decoder& decoder, const SearchOptions& options) 
     return result;
 }
 
-struct Candidate {
-    float log_probability;
-    int beam;
-    int32_t token;
-};
+}  // namespace
 
-// The order the beam keeps candidates in: higher log p first, then the lower beam, then the lower token.
 bool ranks_before(const Candidate& a, const Candidate& b) {
     if (a.log_probability != b.log_probability) return a.log_probability > b.log_probability;
     if (a.beam != b.beam) return a.beam < b.beam;
     return a.token < b.token;
 }
 
-// Appends to `best` the `keep` candidates of one row that rank first (values [vocab] are the candidates' log p):
-// the overall best `keep` are among the rows' best `keep`, so the beam never sorts rows × vocab entries.
 void best_of_row(const float* values, int vocab, int beam, std::size_t keep, std::vector<Candidate>& best) {
     const std::size_t begin = best.size();
     for (int v = 0; v < vocab; ++v) {
@@ -366,6 +361,8 @@ void best_of_row(const float* values, int vocab, int beam, std::size_t keep, std
             std::swap(best[i], best[i - 1]);
     }
 }
+
+namespace {
 
 struct Finished {
     int node;  // the last token's node (-1: no tokens)

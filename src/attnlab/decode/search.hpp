@@ -122,6 +122,23 @@ struct Hypothesis {
 
 int max_target_length(const SearchOptions& options, int source_length);
 
+// The decisions both batched searches and search_sentences (sentences.hpp) take, shared so that they take them alike.
+// Throws attnlab::Error on bad options (beam < 1 or > 64, negative limits).
+void validate(const SearchOptions& options);
+// Chooses the next token from one row of logits [vocab] exactly as the batch-1 greedy search does; the row ends as
+// log-probabilities.
+int32_t choose_greedy(float* logits, int vocab, const std::vector<int32_t>& tokens, int no_repeat_ngram);
+struct Candidate {
+    float log_probability;
+    int beam;  // the row it continues
+    int32_t token;
+};
+// The order the beam keeps candidates in: higher log p first, then the lower beam, then the lower token.
+bool ranks_before(const Candidate& a, const Candidate& b);
+// Appends to `best` the `keep` candidates of one row that rank first (values [vocab] are the candidates' log p):
+// the overall best `keep` are among the rows' best `keep`, so the beam never sorts rows × vocab entries.
+void best_of_row(const float* values, int vocab, int beam, std::size_t keep, std::vector<Candidate>& best);
+
 // Throws attnlab::Error on bad options (beam < 1 or > 64, negative limits).
 Hypothesis greedy_search(const Decoder& decoder, const SearchOptions& options);
 Hypothesis beam_search(const Decoder& decoder, const SearchOptions& options);

@@ -140,16 +140,20 @@ void RnnStepScratch::reserve(const RnnSeq2SeqConfig& c, int capacity) {
     gates.resize(rows * 6 * c.decoder_hidden);
 }
 
-void rnn_step_rows(const RnnSeq2Seq& model, const RnnEncoded& encoded, const int32_t* tokens, int rows,
-                   const float* states, float* next_states, float* logits, float* weights, float* scores,
-                   float* context, RnnStepScratch& scratch) {
+namespace {
+
+// The step of rnn_step_rows around an attention that fills scores, weights and context [rows, 2E] from the
+// states; everything else is one matrix product over all rows.
+template <typename Attend>
+void step_rows(const RnnSeq2Seq& model, const int32_t* tokens, int rows, const float* states, float* next_states,
+               float* logits, float* context, RnnStepScratch& scratch, Attend&& attend) {
     const RnnSeq2SeqConfig& c = model.config;
     const std::size_t memory = 2 * static_cast<std::size_t>(c.encoder_hidden), emb = c.embedding,
                       H = c.decoder_hidden, gru_width = emb + memory, deep_width = H + memory + emb;
     if (scratch.gates.size() < static_cast<std::size_t>(rows) * 6 * H) scratch.reserve(c, rows);
     // Row r of x = [E_tgt[y_{i-1}] ; c_i] is its GRU input; the deep output reads [s_i ; c_i ; E_tgt[y_{i-1}]].
     for (int r = 0; r < rows; ++r) embedding_row(model.target_embedding, tokens[r], scratch.gru_input.data() + r * gru_width);
-    nn::attend_rows(model.attention, encoded.keys, states, rows, encoded.memory, nullptr, scores, weights, context);
+    attend();
     for (int r = 0; r < rows; ++r)
         std::copy_n(context + r * memory, memory, scratch.gru_input.data() + r * gru_width + emb);
     nn::gru_step_rows(model.decoder, scratch.gru_input.data(), states, rows, next_states, scratch.gates.data());
@@ -162,6 +166,31 @@ void rnn_step_rows(const RnnSeq2Seq& model, const RnnEncoded& encoded, const int
     nn::linear_batched(model.deep_output, scratch.deep_input.data(), rows, scratch.deep.data());
     kernels::activate(scratch.deep.data(), static_cast<std::size_t>(rows) * emb, kernels::Activation::tanh);
     nn::linear_batched(model.target_embedding, scratch.deep.data(), rows, logits);
+}
+
+}  // namespace
+
+void rnn_step_rows(const RnnSeq2Seq& model, const RnnEncoded& encoded, const int32_t* tokens, int rows,
+                   const float* states, float* next_states, float* logits, float* weights, float* scores,
+                   float* context, RnnStepScratch& scratch) {
+    step_rows(model, tokens, rows, states, next_states, logits, context, scratch, [&] {
+        nn::attend_rows(model.attention, encoded.keys, states, rows, encoded.memory, nullptr, scores, weights, context);
+    });
+}
+
+void rnn_step_rows_each(const RnnSeq2Seq& model, const RnnEncoded* const* sources, const int32_t* tokens, int rows,
+                        const float* states, float* next_states, float* logits, float* weights, float* scores,
+                        int stride, float* context, RnnStepScratch& scratch) {
+    scratch.keys.resize(static_cast<std::size_t>(rows));
+    scratch.values.resize(static_cast<std::size_t>(rows));
+    for (int r = 0; r < rows; ++r) {
+        scratch.keys[r] = &sources[r]->keys;
+        scratch.values[r] = &sources[r]->memory;
+    }
+    step_rows(model, tokens, rows, states, next_states, logits, context, scratch, [&] {
+        nn::attend_rows_each(model.attention, scratch.keys.data(), scratch.values.data(), states, rows, stride, scores,
+                             weights, context);
+    });
 }
 
 std::unique_ptr<decode::DecoderBatch> RnnDecoder::start_batch(int capacity) const {
@@ -209,6 +238,74 @@ decode::StatePtr RnnDecoder::step(const decode::DecoderState& state, int32_t tok
     next->s = Vector::from_shape({static_cast<std::size_t>(model_.config.decoder_hidden)});
     rnn_step(model_, encoded_, token, previous.s.data(), next->s.data(), out);
     return next;
+}
+
+namespace {
+
+struct RnnSentencesBatch final : decode::DecoderBatch {
+    int capacity = 0;
+    std::vector<float> states, next_states;  // [capacity, H]
+    std::vector<const RnnEncoded*> sources;  // per row
+    RnnStepScratch scratch;
+};
+
+RnnSentencesBatch& rnn_sentences_batch(decode::DecoderBatch& batch) {
+    auto* rows = dynamic_cast<RnnSentencesBatch*>(&batch);
+    if (!rows) fail("RnnSentencesDecoder: the batch does not come from this decoder's start_batch");
+    return *rows;
+}
+
+}  // namespace
+
+RnnSentencesDecoder::RnnSentencesDecoder(const RnnSeq2Seq& model, std::vector<const RnnEncoded*> sentences)
+    : model_(model), sentences_(std::move(sentences)) {
+    for (const RnnEncoded* encoded : sentences_) longest_ = std::max(longest_, static_cast<int>(encoded->memory.shape()[0]));
+}
+
+int RnnSentencesDecoder::source_length(int sentence) const {
+    return static_cast<int>(sentences_.at(static_cast<std::size_t>(sentence))->memory.shape()[0]);
+}
+
+std::unique_ptr<decode::DecoderBatch> RnnSentencesDecoder::start_batch(const int* sentence_of_row, int rows,
+                                                                       int capacity) const {
+    const std::size_t H = static_cast<std::size_t>(model_.config.decoder_hidden);
+    auto batch = std::make_unique<RnnSentencesBatch>();
+    batch->capacity = std::max({capacity, rows, 1});
+    batch->states.resize(batch->capacity * H);
+    batch->next_states.resize(batch->capacity * H);
+    batch->sources.reserve(batch->capacity);
+    for (int r = 0; r < rows; ++r)
+        std::copy_n(sentences_.at(static_cast<std::size_t>(sentence_of_row[r]))->initial_state.data(), H,
+                    batch->states.data() + r * H);
+    batch->scratch.reserve(model_.config, batch->capacity);
+    batch->rows = rows;
+    return batch;
+}
+
+void RnnSentencesDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* tokens, const int* sentence_of_row,
+                                     decode::BatchOutput& out) const {
+    RnnSentencesBatch& b = rnn_sentences_batch(batch);
+    const RnnSeq2SeqConfig& c = model_.config;
+    out.reshape(b.rows, c.target_vocab, longest_, 2 * c.encoder_hidden);
+    b.sources.clear();
+    for (int r = 0; r < b.rows; ++r) b.sources.push_back(sentences_.at(static_cast<std::size_t>(sentence_of_row[r])));
+    rnn_step_rows_each(model_, b.sources.data(), tokens, b.rows, b.states.data(), b.next_states.data(),
+                       out.logits.data(), out.weights.data(), out.scores.data(), longest_, out.context.data(),
+                       b.scratch);
+    b.states.swap(b.next_states);
+}
+
+void RnnSentencesDecoder::select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const {
+    RnnSentencesBatch& b = rnn_sentences_batch(batch);
+    if (!(count >= 0 && count <= b.capacity)) fail("RnnSentencesDecoder::select_batch: more rows than the batch holds");
+    const std::size_t H = static_cast<std::size_t>(model_.config.decoder_hidden);
+    for (int r = 0; r < count; ++r) {
+        if (!(parents[r] >= 0 && parents[r] < b.rows))
+            fail("RnnSentencesDecoder::select_batch: a parent row outside the batch");
+        std::copy_n(b.states.data() + parents[r] * H, H, b.next_states.data() + r * H);
+    }
+    b.states.swap(b.next_states);
+    b.rows = count;
 }
 
 }  // namespace attnlab::models

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attnlab/decode/search.hpp"
+#include "attnlab/decode/sentences.hpp"
 #include "attnlab/nn/attention.hpp"
 #include "attnlab/nn/linear.hpp"
 #include "attnlab/nn/rnn.hpp"
@@ -71,6 +72,8 @@ struct RnnStepScratch {
     std::vector<float> deep_input;  // [rows, H + 2E + emb]
     std::vector<float> deep;        // [rows, emb]
     std::vector<float> gates;       // [rows, 6H]
+    std::vector<const nn::PreparedKeys*> keys;  // rnn_step_rows_each: each row's source
+    std::vector<const Matrix*> values;
     void reserve(const RnnSeq2SeqConfig& config, int capacity);
 };
 
@@ -80,6 +83,13 @@ struct RnnStepScratch {
 void rnn_step_rows(const RnnSeq2Seq& model, const RnnEncoded& encoded, const int32_t* tokens, int rows,
                    const float* states, float* next_states, float* logits, float* weights, float* scores,
                    float* context, RnnStepScratch& scratch);
+
+// rnn_step_rows for rows of different sentences: row r attends over sources[r] only, so weights and scores are
+// [rows, stride] (stride >= every source length; zeros after a row's own length); every matrix product is still
+// one pass over the weights for all rows.
+void rnn_step_rows_each(const RnnSeq2Seq& model, const RnnEncoded* const* sources, const int32_t* tokens, int rows,
+                        const float* states, float* next_states, float* logits, float* weights, float* scores,
+                        int stride, float* context, RnnStepScratch& scratch);
 
 // Adapts the model and one encoded sentence to the search.
 class RnnDecoder : public decode::Decoder {
@@ -98,6 +108,25 @@ public:
 private:
     const RnnSeq2Seq& model_;
     const RnnEncoded& encoded_;
+};
+
+// Several encoded sentences for decode::search_sentences (kept by pointer: they must outlive the decoder).
+class RnnSentencesDecoder : public decode::SentencesDecoder {
+public:
+    RnnSentencesDecoder(const RnnSeq2Seq& model, std::vector<const RnnEncoded*> sentences);
+    int sentences() const override { return static_cast<int>(sentences_.size()); }
+    int bos() const override { return model_.bos; }
+    int eos() const override { return model_.eos; }
+    int source_length(int sentence) const override;
+    std::unique_ptr<decode::DecoderBatch> start_batch(const int* sentence_of_row, int rows, int capacity) const override;
+    void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, const int* sentence_of_row,
+                    decode::BatchOutput& out) const override;
+    void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
+
+private:
+    const RnnSeq2Seq& model_;
+    std::vector<const RnnEncoded*> sentences_;
+    int longest_ = 0;  // the widest source: the batch's attention width
 };
 
 // Copies row `id` of an embedding table (f32 or Q8_0) into out [emb]; throws on an id outside the table.

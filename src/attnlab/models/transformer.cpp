@@ -91,6 +91,7 @@ struct TransformerBatch final : decode::DecoderBatch {
     std::vector<float> g, x, q, k, v, concat, a, hidden, position_row;
     std::vector<float> head_weights;   // [H, max(t+1, S)] one row's per-head softmax
     std::vector<float> head_scores;    // [S]
+    std::vector<const TransformerEncoded*> sources;  // per row: the sentence whose memory it attends over
 };
 
 TransformerBatch& transformer_batch(decode::DecoderBatch& batch) {
@@ -348,14 +349,18 @@ decode::StatePtr TransformerDecoder::step(const decode::DecoderState& state, int
     return child;
 }
 
-std::unique_ptr<decode::DecoderBatch> TransformerDecoder::start_batch(int capacity) const {
-    const TransformerConfig& c = model_.config;
+namespace {
+
+// A batch of `rows` rows (row r in cache set r) with room for `capacity`, over sources at most `longest` long.
+std::unique_ptr<TransformerBatch> make_batch(const Transformer& model, int row_count, int capacity, int longest) {
+    const TransformerConfig& c = model.config;
     auto batch = std::make_unique<TransformerBatch>();
-    batch->capacity = std::max(capacity, 1);
+    batch->capacity = std::max({capacity, row_count, 1});
     batch->caches.resize(batch->capacity);
     for (std::vector<nn::KVCache>& set : batch->caches)
-        for (const TransformerDecoderLayer& layer : model_.decoder) set.push_back(nn::make_kv_cache(layer.self_attention, 16));
-    batch->slot.assign(1, 0);
+        for (const TransformerDecoderLayer& layer : model.decoder) set.push_back(nn::make_kv_cache(layer.self_attention, 16));
+    batch->slot.resize(row_count);
+    for (int r = 0; r < row_count; ++r) batch->slot[r] = r;
     batch->next_slot.reserve(batch->capacity);
     batch->free_slots.reserve(batch->capacity);
     batch->children.reserve(batch->capacity);
@@ -364,29 +369,31 @@ std::unique_ptr<decode::DecoderBatch> TransformerDecoder::start_batch(int capaci
         buffer->resize(rows * d);
     batch->hidden.resize(rows * c.feed_forward);
     batch->position_row.resize(d);
-    batch->head_scores.resize(std::max(source_length(), 1));
-    batch->rows = 1;
+    batch->head_scores.resize(std::max(longest, 1));
+    batch->sources.reserve(batch->capacity);
+    batch->rows = row_count;
     return batch;
 }
 
-void TransformerDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* tokens, decode::BatchOutput& out) const {
-    TransformerBatch& b = transformer_batch(batch);
-    const TransformerConfig& c = model_.config;
-    const int n = b.rows, d = c.d_model, H = c.heads, L = c.decoder_layers, S = source_length(), t = b.position;
+// One step of every row; row r attends over b.sources[r]'s memory, and out is `width` (>= every source) wide.
+void step_rows(const Transformer& model, TransformerBatch& b, const int32_t* tokens, int width,
+               decode::BatchOutput& out) {
+    const TransformerConfig& c = model.config;
+    const int n = b.rows, d = c.d_model, H = c.heads, L = c.decoder_layers, t = b.position;
     const std::size_t nd = std::size_t(n) * d;
-    out.reshape(n, c.target_vocab, S, 0);
-    float* head_weights = grown(b.head_weights, std::size_t(H) * std::max(t + 1, S));
+    out.reshape(n, c.target_vocab, width, 0);
+    float* head_weights = grown(b.head_weights, std::size_t(H) * std::max(t + 1, width));
 
     // g = E_tgt[y]·√d + PE[t], the residual stream of every row
     const float scale = static_cast<float>(std::sqrt(static_cast<double>(d)));
     sinusoidal_position(t, d, b.position_row.data());
     for (int r = 0; r < n; ++r) {
         float* row = b.g.data() + std::size_t(r) * d;
-        embedding_row(model_.target_embedding, tokens[r], row);
+        embedding_row(model.target_embedding, tokens[r], row);
         for (int i = 0; i < d; ++i) row[i] = row[i] * scale + b.position_row[i];
     }
     for (int l = 0; l < L; ++l) {
-        const TransformerDecoderLayer& layer = model_.decoder[l];
+        const TransformerDecoderLayer& layer = model.decoder[l];
         // Causal self-attention: append this position's keys and values to each row's cache, attend over [0, t].
         const nn::MultiHeadAttention& self = layer.self_attention;
         layer_norm(layer.norm1, b.g.data(), n, d, c.norm_epsilon, b.x.data());
@@ -407,12 +414,13 @@ void TransformerDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* 
 
         // Cross-attention over the sentence's keys and values, projected once by transformer_encode.
         const nn::MultiHeadAttention& cross = layer.cross_attention;
-        const nn::KVCache& memory = encoded_.cross_kv[l];
         const bool last = l == L - 1;
         layer_norm(layer.norm2, b.g.data(), n, d, c.norm_epsilon, b.x.data());
         nn::linear_batched(cross.q, b.x.data(), n, b.q.data());
         const int hd = cross.head_dim();
         for (int r = 0; r < n; ++r) {
+            const nn::KVCache& memory = b.sources[r]->cross_kv[l];
+            const int S = static_cast<int>(b.sources[r]->memory.shape()[0]);
             const float* q = b.q.data() + std::size_t(r) * d;
             nn::mha_attend_projected(cross, q, memory, S, nullptr, b.concat.data() + std::size_t(r) * d, head_weights);
             if (!last) continue;
@@ -420,8 +428,8 @@ void TransformerDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* 
             // their mean q·k_j/√hd.
             float* weights = out.weights_row(r);
             float* scores = out.scores_row(r);
-            std::fill(weights, weights + S, 0.0f);
-            std::fill(scores, scores + S, 0.0f);
+            std::fill(weights, weights + width, 0.0f);
+            std::fill(scores, scores + width, 0.0f);
             const float score_scale = 1.0f / (std::sqrt(float(hd)) * float(H));
             for (int h = 0; h < H; ++h) {
                 kernels::axpy(S, 1.0f / float(H), head_weights + std::size_t(h) * S, weights);
@@ -440,13 +448,12 @@ void TransformerDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* 
         nn::linear_batched(ff.down, b.hidden.data(), n, b.a.data());
         kernels::axpy(static_cast<int>(nd), 1.0f, b.a.data(), b.g.data());
     }
-    layer_norm(model_.decoder_norm, b.g.data(), n, d, c.norm_epsilon, b.x.data());
-    nn::linear_batched(model_.target_embedding, b.x.data(), n, out.logits.data());
+    layer_norm(model.decoder_norm, b.g.data(), n, d, c.norm_epsilon, b.x.data());
+    nn::linear_batched(model.target_embedding, b.x.data(), n, out.logits.data());
     b.position = t + 1;
 }
 
-void TransformerDecoder::select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const {
-    TransformerBatch& b = transformer_batch(batch);
+void select_rows(const Transformer& model, TransformerBatch& b, const int32_t* parents, int count) {
     if (!(count >= 0 && count <= b.capacity)) fail("TransformerDecoder::select_batch: more rows than the batch holds");
     b.children.assign(b.rows, 0);
     for (int r = 0; r < count; ++r) {
@@ -465,7 +472,7 @@ void TransformerDecoder::select_batch(decode::DecoderBatch& batch, const int32_t
         if (b.children[r] == 0) b.free_slots.push_back(b.slot[r]);
     // The first child of a row takes over its caches; each further child gets a copy of rows [0, t).
     held.clear();
-    const int d = model_.config.d_model;
+    const int d = model.config.d_model;
     const std::size_t used = std::size_t(b.position) * d;
     for (int r = 0; r < count; ++r) {
         const int parent = parents[r];
@@ -490,6 +497,51 @@ void TransformerDecoder::select_batch(decode::DecoderBatch& batch, const int32_t
     }
     b.slot.swap(b.next_slot);
     b.rows = count;
+}
+
+}  // namespace
+
+std::unique_ptr<decode::DecoderBatch> TransformerDecoder::start_batch(int capacity) const {
+    return make_batch(model_, 1, capacity, source_length());
+}
+
+void TransformerDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* tokens, decode::BatchOutput& out) const {
+    TransformerBatch& b = transformer_batch(batch);
+    b.sources.assign(std::size_t(b.rows), &encoded_);
+    step_rows(model_, b, tokens, source_length(), out);
+}
+
+void TransformerDecoder::select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const {
+    select_rows(model_, transformer_batch(batch), parents, count);
+}
+
+TransformerSentencesDecoder::TransformerSentencesDecoder(const Transformer& model,
+                                                         std::vector<const TransformerEncoded*> sentences)
+    : model_(model), sentences_(std::move(sentences)) {
+    for (const TransformerEncoded* encoded : sentences_)
+        longest_ = std::max(longest_, static_cast<int>(encoded->memory.shape()[0]));
+}
+
+int TransformerSentencesDecoder::source_length(int sentence) const {
+    return static_cast<int>(sentences_.at(static_cast<std::size_t>(sentence))->memory.shape()[0]);
+}
+
+std::unique_ptr<decode::DecoderBatch> TransformerSentencesDecoder::start_batch(const int* /*sentence_of_row*/, int rows,
+                                                                               int capacity) const {
+    // Every row starts from empty self-attention caches; which sentence it is matters from its first step.
+    return make_batch(model_, rows, capacity, longest_);
+}
+
+void TransformerSentencesDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* tokens,
+                                             const int* sentence_of_row, decode::BatchOutput& out) const {
+    TransformerBatch& b = transformer_batch(batch);
+    b.sources.clear();
+    for (int r = 0; r < b.rows; ++r) b.sources.push_back(sentences_.at(static_cast<std::size_t>(sentence_of_row[r])));
+    step_rows(model_, b, tokens, longest_, out);
+}
+
+void TransformerSentencesDecoder::select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const {
+    select_rows(model_, transformer_batch(batch), parents, count);
 }
 
 void transformer_output_attention(const Transformer& model, const TransformerEncoded& encoded,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attnlab/decode/search.hpp"
+#include "attnlab/decode/sentences.hpp"
 #include "attnlab/nn/linear.hpp"
 #include "attnlab/nn/multihead.hpp"
 #include "attnlab/tensor.hpp"
@@ -130,6 +131,26 @@ public:
 private:
     const Transformer& model_;
     const TransformerEncoded& encoded_;
+};
+
+// Several encoded sentences for decode::search_sentences (kept by pointer: they must outlive the decoder); the
+// step is TransformerDecoder's, with each row's cross-attention over its own sentence's keys and values.
+class TransformerSentencesDecoder : public decode::SentencesDecoder {
+public:
+    TransformerSentencesDecoder(const Transformer& model, std::vector<const TransformerEncoded*> sentences);
+    int sentences() const override { return static_cast<int>(sentences_.size()); }
+    int bos() const override { return model_.bos; }
+    int eos() const override { return model_.eos; }
+    int source_length(int sentence) const override;
+    std::unique_ptr<decode::DecoderBatch> start_batch(const int* sentence_of_row, int rows, int capacity) const override;
+    void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, const int* sentence_of_row,
+                    decode::BatchOutput& out) const override;
+    void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
+
+private:
+    const Transformer& model_;
+    std::vector<const TransformerEncoded*> sentences_;
+    int longest_ = 0;  // the widest source: the batch's attention width
 };
 
 // The full attention tensors of one chosen output: tokens y_1..y_T (no BOS/EOS) -> decoder self [L, H, T, T]

@@ -224,6 +224,40 @@ void attend_rows(const AttentionParams& params, const PreparedKeys& keys, const 
     }
 }
 
+void attend_rows_each(const AttentionParams& params, const PreparedKeys* const* keys, const Matrix* const* values,
+                      const float* queries, int count, int stride, float* scores, float* weights, float* context) {
+    const bool additive = params.score == Score::additive;
+    const int A = additive ? params.attention_dim() : 0;
+    int longest = 0;
+    for (int r = 0; r < count; ++r) {
+        const int S = keys[r]->length;
+        if (!(values[r]->dimension() == 2 && rows(*values[r]) == S && S <= stride))
+            fail("attend_rows_each: row " + std::to_string(r) + " has " + std::to_string(S) + " keys, " +
+                 std::to_string(rows(*values[r])) + " values and room for " + std::to_string(stride));
+        if (additive && S > 0 &&
+            !(keys[r]->score == Score::additive && cols(keys[r]->projected) == A))
+            fail("attend_rows_each: the prepared keys do not match the attention parameters (use prepare_keys)");
+        longest = std::max(longest, S);
+    }
+    float* query_part = additive ? scratch(0, std::size_t(count) * A).data() : nullptr;  // [rows, A]
+    float* hidden = additive ? scratch(1, std::size_t(longest) * A).data() : nullptr;   // [S, A]
+    if (additive) linear_batched(params.query_proj, queries, count, query_part);
+    for (int r = 0; r < count; ++r) {
+        const int S = keys[r]->length, dv = cols(*values[r]);
+        float* row_scores = scores + std::size_t(r) * stride;
+        float* row_weights = weights + std::size_t(r) * stride;
+        if (additive) {
+            if (S > 0) additive_scores(params, *keys[r], query_part + std::size_t(r) * A, hidden, row_scores);
+        } else {
+            attention_scores(params, *keys[r], queries + std::size_t(r) * params.query_dim, nullptr, row_scores);
+        }
+        attention_weights(row_scores, S, nullptr, row_weights);
+        attention_context(row_weights, *values[r], context + std::size_t(r) * dv);
+        std::fill(row_scores + S, row_scores + stride, 0.0f);
+        std::fill(row_weights + S, row_weights + stride, 0.0f);
+    }
+}
+
 AttentionParams load_attention(const gguf::File& file, const std::string& prefix, Score score, int query_dim,
                                int key_dim, int attention_dim) {
     AttentionParams params;

@@ -85,6 +85,13 @@ AttentionResult attend(const AttentionParams& params, const PreparedKeys& keys, 
 void attend_rows(const AttentionParams& params, const PreparedKeys& keys, const float* queries, int count,
                  const Matrix& values, const uint8_t* mask, float* scores, float* weights, float* context);
 
+// attend_rows for rows over different sources (several sentences stepped as one batch): row r attends over
+// keys[r] and values[r] only. scores and weights are [count, stride] with stride >= every keys[r]->length; row r
+// fills its first keys[r]->length entries and zeros the rest. The additive query projection is still one
+// linear_batched over all rows.
+void attend_rows_each(const AttentionParams& params, const PreparedKeys* const* keys, const Matrix* const* values,
+                      const float* queries, int count, int stride, float* scores, float* weights, float* context);
+
 // Loads what the score needs: additive "<prefix>.W_q.weight" [A, dq] (+ ".bias" if present),
 // "<prefix>.W_k.weight" [A, dk] (+ ".bias"), "<prefix>.v.weight" [1, A]; general "<prefix>.W_k.weight" [dq, dk];
 // cosine "<prefix>.gain" [1] if present. attention_dim is A (additive only; ignored otherwise).
