@@ -14,6 +14,7 @@
 
 #include "attnlab/attnlab.hpp"
 #include "attnlab/error.hpp"
+#include "attnlab/threads.hpp"
 #include "guarded.hpp"
 #include "speech.hpp"
 
@@ -38,6 +39,13 @@ val engine_info_js() {
     out.set("version", info.version);
     out.set("simd", info.simd);
     out.set("wasm", info.wasm);
+    out.set("threads", attnlab::threads());        // what the matrix products run on now
+    out.set("maxThreads", attnlab::max_threads());
+#ifdef __EMSCRIPTEN_PTHREADS__
+    out.set("build", std::string("threaded"));       // web/dist/attnlab-mt.*
+#else
+    out.set("build", std::string("single-thread"));  // web/dist/attnlab.*
+#endif
     const attnlab::Limits l = attnlab::limits();
     val limits = val::object();
     limits.set("maxBeam", l.max_beam);
@@ -100,6 +108,68 @@ val to_matrix(const std::vector<float>& values, std::size_t rows, std::size_t co
     return out;
 }
 
+// A search's tree: {nodes: [{step, parent, id, piece, logProbability, cumulative, score, finished}], winner}.
+val to_beam_tree(const attnlab::BeamTree& tree) {
+    val nodes = val::array();
+    for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
+        const attnlab::BeamNode& n = tree.nodes[i];
+        val node = val::object();
+        node.set("step", n.step);
+        node.set("parent", n.parent);
+        node.set("id", n.id);
+        node.set("piece", n.piece);
+        node.set("logProbability", n.log_probability);
+        node.set("cumulative", n.cumulative);
+        node.set("score", n.score);
+        node.set("finished", n.finished);
+        nodes.set(i, node);
+    }
+    val out = val::object();
+    out.set("nodes", nodes);
+    out.set("winner", tree.winner);
+    return out;
+}
+
+// One translation as the JS module returns it (web/lib/index.d.ts Translation).
+val to_translation(const attnlab::Translation& t, bool beam_tree) {
+    const std::size_t S = t.source_tokens.size(), T = t.target_tokens.size();
+    val out = val::object();
+    out.set("text", t.text);
+    out.set("sourceTokens", to_array(t.source_tokens));
+    out.set("targetTokens", to_array(t.target_tokens));
+    out.set("sourceIds", to_array(t.source_ids));
+    out.set("targetIds", to_array(t.target_ids));
+    out.set("scoreFunction", t.score_function);
+    out.set("attention", to_matrix(t.attention, T, S));
+    out.set("scores", to_matrix(t.scores, T, S));
+    const std::size_t dv = static_cast<std::size_t>(t.context_size);
+    out.set("context", to_matrix(t.context, T, dv));
+    out.set("values", to_matrix(t.values, S, dv));
+    out.set("logProbability", t.log_probability);
+    out.set("stopReason", std::string(t.stop_reason == attnlab::StopReason::eos ? "eos" : "maxLength"));
+    val warnings = val::array();
+    for (std::size_t i = 0; i < t.warnings.size(); ++i) {
+        val warning = val::object();
+        warning.set("code", t.warnings[i].code);
+        warning.set("message", t.warnings[i].message);
+        if (t.warnings[i].code == "UNKNOWN_INPUT") warning.set("share", t.warnings[i].share);
+        warnings.set(i, warning);
+    }
+    out.set("warnings", warnings);
+    if (!t.encoder_self_attention.empty()) {  // Transformer models only
+        out.set("encoderSelfAttention", to_attention_tensor(t.encoder_self_attention));
+        out.set("decoderSelfAttention", to_attention_tensor(t.decoder_self_attention));
+        out.set("crossAttention", to_attention_tensor(t.cross_attention));
+    }
+    if (beam_tree) out.set("beamTree", to_beam_tree(t.beam_tree));
+    if (!t.encoder_queries.empty()) {  // TranslateOptions::query_key
+        out.set("encoderQueries", to_attention_tensor(t.encoder_queries));
+        out.set("encoderKeys", to_attention_tensor(t.encoder_keys));
+        out.set("encoderSelfScores", to_attention_tensor(t.encoder_self_scores));
+    }
+    return out;
+}
+
 class JsModel {
 public:
     explicit JsModel(ByteBuffer& buffer) {
@@ -126,47 +196,58 @@ public:
     }
 
     val translate_with(const std::string& text, int beam, int max_length, int no_repeat_ngram) const {
+        return translate_with_tree(text, beam, max_length, no_repeat_ngram, false);
+    }
+
+    val translate_with_tree(const std::string& text, int beam, int max_length, int no_repeat_ngram,
+                            bool beam_tree) const {
+        return translate_with_extras(text, beam, max_length, no_repeat_ngram, beam_tree, false);
+    }
+
+    val translate_with_extras(const std::string& text, int beam, int max_length, int no_repeat_ngram,
+                              bool beam_tree, bool query_key) const {
         return guarded(attnlab::ErrorKind::input, [&] {
             attnlab::TranslateOptions options;
             options.beam = beam;
             options.max_length = max_length;
             options.no_repeat_ngram = no_repeat_ngram;
-            const attnlab::Translation t = model_.translate(text, options);
-            const std::size_t S = t.source_tokens.size(), T = t.target_tokens.size();
-            val out = val::object();
-            out.set("text", t.text);
-            out.set("sourceTokens", to_array(t.source_tokens));
-            out.set("targetTokens", to_array(t.target_tokens));
-            out.set("sourceIds", to_array(t.source_ids));
-            out.set("targetIds", to_array(t.target_ids));
-            out.set("scoreFunction", t.score_function);
-            out.set("attention", to_matrix(t.attention, T, S));
-            out.set("scores", to_matrix(t.scores, T, S));
-            const std::size_t dv = static_cast<std::size_t>(t.context_size);
-            out.set("context", to_matrix(t.context, T, dv));
-            out.set("values", to_matrix(t.values, S, dv));
-            out.set("logProbability", t.log_probability);
-            out.set("stopReason", std::string(t.stop_reason == attnlab::StopReason::eos ? "eos" : "maxLength"));
-            val warnings = val::array();
-            for (std::size_t i = 0; i < t.warnings.size(); ++i) {
-                val warning = val::object();
-                warning.set("code", t.warnings[i].code);
-                warning.set("message", t.warnings[i].message);
-                if (t.warnings[i].code == "UNKNOWN_INPUT") warning.set("share", t.warnings[i].share);
-                warnings.set(i, warning);
+            options.beam_tree = beam_tree;
+            options.query_key = query_key;
+            return to_translation(model_.translate(text, options), beam_tree);
+        });
+    }
+
+    // texts: an array of strings -> an array of what translate() returns for each, translated together
+    // (attnlab::Model::translate of several texts); a bad element throws naming its index ("texts[i]: ...").
+    val translate_many(const val& texts, int beam, int max_length, int no_repeat_ngram, bool beam_tree) const {
+        return guarded(attnlab::ErrorKind::input, [&] {
+            attnlab::check(texts.isArray(), "the texts must be an array of strings");
+            const std::size_t count = texts["length"].as<std::size_t>();
+            std::vector<std::string> items(count);
+            for (std::size_t i = 0; i < count; ++i) {
+                const val item = texts[i];
+                attnlab::check(item.isString(), "texts[" + std::to_string(i) + "]: the text must be a string");
+                items[i] = item.as<std::string>();
             }
-            out.set("warnings", warnings);
-            if (!t.encoder_self_attention.empty()) {  // Transformer models only
-                out.set("encoderSelfAttention", to_attention_tensor(t.encoder_self_attention));
-                out.set("decoderSelfAttention", to_attention_tensor(t.decoder_self_attention));
-                out.set("crossAttention", to_attention_tensor(t.cross_attention));
-            }
+            attnlab::TranslateOptions options;
+            options.beam = beam;
+            options.max_length = max_length;
+            options.no_repeat_ngram = no_repeat_ngram;
+            options.beam_tree = beam_tree;
+            const std::vector<attnlab::Translation> translations = model_.translate(items, options);
+            val out = val::array();
+            for (std::size_t i = 0; i < translations.size(); ++i) out.set(i, to_translation(translations[i], beam_tree));
             return out;
         });
     }
 
     // rgba: a Uint8Array or Uint8ClampedArray of width × height × 4 bytes, copied into wasm memory in one set().
     val caption(const val& rgba, int width, int height, int beam, int max_length, int no_repeat_ngram) const {
+        return caption_with_tree(rgba, width, height, beam, max_length, no_repeat_ngram, false);
+    }
+
+    val caption_with_tree(const val& rgba, int width, int height, int beam, int max_length, int no_repeat_ngram,
+                          bool beam_tree) const {
         return guarded(attnlab::ErrorKind::input, [&] {
             attnlab::check(rgba.instanceof(val::global("Uint8Array")) || rgba.instanceof(val::global("Uint8ClampedArray")),
                            "the image pixels must be a Uint8Array or Uint8ClampedArray");
@@ -187,6 +268,7 @@ public:
             options.beam = beam;
             options.max_length = max_length;
             options.no_repeat_ngram = no_repeat_ngram;
+            options.beam_tree = beam_tree;
             const attnlab::Caption c = model_.caption(pixels.data(), width, height, options);
             const std::size_t T = c.tokens.size();
             const std::size_t cells = static_cast<std::size_t>(c.grid_height) * static_cast<std::size_t>(c.grid_width);
@@ -195,9 +277,11 @@ public:
             out.set("tokens", to_array(c.tokens));
             out.set("ids", to_array(c.ids));
             out.set("attention", to_matrix(c.attention, T, cells));
+            out.set("scores", to_matrix(c.scores, T, cells));
             out.set("gridWidth", c.grid_width);
             out.set("gridHeight", c.grid_height);
             out.set("logProbability", c.log_probability);
+            if (beam_tree) out.set("beamTree", to_beam_tree(c.beam_tree));
             return out;
         });
     }
@@ -219,13 +303,18 @@ private:
 EMSCRIPTEN_BINDINGS(attnlab) {
     function("engineInfo", &engine_info_js);
     function("engineMemory", &engine_memory_js);
+    function("setThreads", +[](int n) { guarded(attnlab::ErrorKind::options, [&] { attnlab::set_threads(n); }); });
     class_<ByteBuffer>("ByteBuffer").constructor<double>().function("view", &ByteBuffer::view);
     class_<JsModel>("Model")
         .constructor<ByteBuffer&>()
         .function("info", &JsModel::info)
         .function("translate", &JsModel::translate)
         .function("translate", &JsModel::translate_with)
+        .function("translate", &JsModel::translate_with_tree)
+        .function("translate", &JsModel::translate_with_extras)
+        .function("translateMany", &JsModel::translate_many)
         .function("caption", &JsModel::caption)
+        .function("caption", &JsModel::caption_with_tree)
         .function("transcribe", &JsModel::transcribe)
         .function("transcribeFile", &JsModel::transcribe_file);
 }

@@ -63,8 +63,12 @@ function expectedLines(code) {
   const id = manifest.models.find((entry) => (entry.id === loaded[1] || entry.id === `${loaded[1]}-${loaded[2]}`) &&
                                              (!loaded[2] || entry.dtype === loaded[2]))?.id;
   if (!/console\.log\((t|\(await [a-z]+\.translate\([^)]*\)\))\.text\)/.test(code)) return [];
-  return [...code.matchAll(/\.translate\('([^']+)'(?:, \{ beam: (\d+) \})?\)/g)]
+  const single = [...code.matchAll(/\.translate\('([^']+)'(?:, \{ beam: (\d+) \})?\)/g)]
     .map(([, text, beam]) => cliText(text, { beam: Number(beam ?? 1), id }));
+  // translate(sentences) of an array literal `const sentences = ['...', ...]`: each sentence's CLI translation.
+  const array = /const sentences = \[([^\]]+)\];[^]*?\.translate\(sentences(?:, \{ beam: (\d+) \})?\)/.exec(code);
+  const several = array ? [...array[1].matchAll(/'([^']+)'/g)].map(([, text]) => cliText(text, { beam: Number(array[2] ?? 1), id })) : [];
+  return [...single, ...several];
 }
 
 const all = [];

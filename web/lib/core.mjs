@@ -57,6 +57,11 @@ function checkNoRepeatNgram(value, limits, defaultText) {
                     (n) => n === -1 || n === 0 || (n >= minNoRepeatNgram && n <= maxNoRepeatNgram));
 }
 
+function checkBoolean(name, value) {
+  if (typeof value !== 'boolean') throw badOptions(`attnlab: ${name} must be true or false, got ${value}`);
+  return value;
+}
+
 function checkOptionsObject(options, method) {
   if (options === null || typeof options !== 'object') throw badOptions(`attnlab: ${method}() options must be an object`);
   checkSignal(options.signal, method);
@@ -67,11 +72,28 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 /**
  * Checks translate()'s arguments against the engine's limits (engineLimits()); returns { beam, maxLength,
- * noRepeatNgram } with defaults filled in (noRepeatNgram -1: the engine's default).
+ * noRepeatNgram } with defaults filled in (noRepeatNgram -1: the engine's default). `text` may be an array of
+ * texts: a bad element is refused with its index in the message ("attnlab: texts[2]: ...") and its usual code.
  */
 export function validateTranslate(text, options = {}, limits) {
-  const { maxBeam, maxTextBytes, maxTranslationLength } = requireLimits(limits);
-  if (typeof text !== 'string') throw badInput('attnlab: translate() needs the text as a string');
+  if (Array.isArray(text)) {
+    text.forEach((item, index) => {
+      try {
+        checkText(item, limits);
+      } catch (error) {
+        throw new AttnlabError(error.code, `attnlab: texts[${index}]: ${error.message.replace(/^attnlab: /, '')}`);
+      }
+    });
+  } else {
+    checkText(text, limits);
+  }
+  return checkTranslateOptions(options, limits);
+}
+
+// One text translate() takes: a non-empty string of valid Unicode within the engine's byte limit.
+function checkText(text, limits) {
+  const { maxTextBytes } = requireLimits(limits);
+  if (typeof text !== 'string') throw badInput('attnlab: translate() needs the text as a string (or an array of strings)');
   if (text.trim() === '') throw badInput('attnlab: the text to translate is empty');
   // Refused rather than replaced by U+FFFD: embind's UTF-8 conversion would silently merge a lone high surrogate
   // with the next character into an unrelated code point (issue 8).
@@ -84,13 +106,19 @@ export function validateTranslate(text, options = {}, limits) {
   if (bytes > maxTextBytes) {
     throw badInput(`attnlab: the text is too long: ${bytes} bytes of UTF-8, at most ${maxTextBytes} are accepted`);
   }
+}
+
+function checkTranslateOptions(options, limits) {
+  const { maxBeam, maxTranslationLength } = requireLimits(limits);
   checkOptionsObject(options, 'translate');
-  const { beam = 1, maxLength = 0, noRepeatNgram = -1 } = options;
+  const { beam = 1, maxLength = 0, noRepeatNgram = -1, beamTree = false, queryKey = false } = options;
   checkRange('beam', beam, `an integer from 1 to ${maxBeam}`, (b) => b >= 1 && b <= maxBeam);
   checkRange('maxLength', maxLength, `an integer from 0 (automatic) to ${maxTranslationLength}`,
              (n) => n >= 0 && n <= maxTranslationLength);
   checkNoRepeatNgram(noRepeatNgram, limits, 'the default');
-  return { beam, maxLength, noRepeatNgram };
+  checkBoolean('beamTree', beamTree);
+  checkBoolean('queryKey', queryKey);
+  return { beam, maxLength, noRepeatNgram, beamTree, queryKey };
 }
 
 /**
@@ -100,12 +128,13 @@ export function validateTranslate(text, options = {}, limits) {
 export function validateCaptionOptions(options = {}, limits) {
   const { maxBeam, maxCaptionLength } = requireLimits(limits);
   checkOptionsObject(options, 'caption');
-  const { beam = 1, maxLength = 0, noRepeatNgram = -1 } = options;
+  const { beam = 1, maxLength = 0, noRepeatNgram = -1, beamTree = false } = options;
   checkRange('beam', beam, `an integer from 1 to ${maxBeam}`, (b) => b >= 1 && b <= maxBeam);
   checkRange('maxLength', maxLength, `an integer from 0 (the model's default) to ${maxCaptionLength}`,
              (n) => n >= 0 && n <= maxCaptionLength);
   checkNoRepeatNgram(noRepeatNgram, limits, "the model's default");
-  return { beam, maxLength, noRepeatNgram };
+  checkBoolean('beamTree', beamTree);
+  return { beam, maxLength, noRepeatNgram, beamTree };
 }
 
 /** The WRONG_TASK error for calling a method the model's task does not have. */
@@ -168,9 +197,21 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
     limits,
     translate(text, options) {
       if (info.task !== 'translate') throw wrongTaskError(info, 'translate');
-      const { beam, maxLength, noRepeatNgram } = validateTranslate(text, options, limits);
+      const { beam, maxLength, noRepeatNgram, beamTree, queryKey } = validateTranslate(text, options, limits);
+      if (Array.isArray(text)) {
+        // Several texts are decoded together, each as alone (attnlab::Model::translate of several texts); the
+        // query/key extra, and an engine built before translateMany, take them one by one.
+        if (queryKey || typeof model.translateMany !== 'function') return text.map((item) => this.translate(item, options));
+        try {
+          return model.translateMany(text, beam, maxLength, noRepeatNgram, beamTree);
+        } catch (error) {
+          throw engineError(error, ERROR_CODES.BAD_INPUT);
+        }
+      }
       try {
         // The three-argument form is the engine's default rule, and what an engine built before the option takes.
+        if (queryKey) return model.translate(text, beam, maxLength, noRepeatNgram, beamTree, true);
+        if (beamTree) return model.translate(text, beam, maxLength, noRepeatNgram, true);
         return noRepeatNgram === -1 ? model.translate(text, beam, maxLength) : model.translate(text, beam, maxLength, noRepeatNgram);
       } catch (error) {
         throw engineError(error, ERROR_CODES.BAD_INPUT);
@@ -179,7 +220,7 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
     // pixels: { data: Uint8Array | Uint8ClampedArray (RGBA), width, height }
     caption(pixels, options) {
       if (info.task !== 'caption') throw wrongTaskError(info, 'caption');
-      const { beam, maxLength, noRepeatNgram } = validateCaptionOptions(options, limits);
+      const { beam, maxLength, noRepeatNgram, beamTree } = validateCaptionOptions(options, limits);
       let checked;
       try {
         checked = checkPixels(pixels);
@@ -187,6 +228,7 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
         throw toAttnlabError(error, ERROR_CODES.BAD_INPUT);
       }
       try {
+        if (beamTree) return model.caption(checked.data, checked.width, checked.height, beam, maxLength, noRepeatNgram, true);
         return model.caption(checked.data, checked.width, checked.height, beam, maxLength, noRepeatNgram);
       } catch (error) {
         throw engineError(error, ERROR_CODES.BAD_INPUT);

@@ -87,6 +87,42 @@ export interface Translation {
   decoderSelfAttention?: AttentionTensor;
   /** [decoder layers × heads × T × S]: decoder position i attends to source token j. */
   crossAttention?: AttentionTensor;
+  /** With { beamTree: true } only: every hypothesis the search kept, step by step. */
+  beamTree?: BeamTree;
+  // With { queryKey: true } on a Transformer only: what encoderSelfAttention = softmax(q·k/√d_k) is made of.
+  /** [encoder layers × heads × S × d_k]: each head's query of each source token. */
+  encoderQueries?: AttentionTensor;
+  /** [encoder layers × heads × S × d_k]: each head's key of each source token. */
+  encoderKeys?: AttentionTensor;
+  /** [encoder layers × heads × S × S]: q·k/√d_k before the softmax. */
+  encoderSelfScores?: AttentionTensor;
+}
+
+/** One hypothesis a search kept after one step; its parents, back to step 0, are its prefix. */
+export interface BeamNode {
+  /** The output position it fills, from 0. */
+  step: number;
+  /** Index in BeamTree.nodes of its prefix (a node at step - 1); -1 at step 0. */
+  parent: number;
+  /** The token it appends: the end-of-sentence token for a hypothesis that ended so. */
+  id: number;
+  /** That token's piece ("</s>" for the end of sentence). */
+  piece: string;
+  /** log p of the token given the prefix. */
+  logProbability: number;
+  /** Σ log p from the first token through this one. */
+  cumulative: number;
+  /** What the search ranked it by: cumulative / length for a finished one with beam > 1, else cumulative. */
+  score: number;
+  /** The hypothesis ends here (with the end of sentence, or at the length limit). */
+  finished: boolean;
+}
+
+/** The search, step by step: nodes in step order; the path from `winner` back to step 0 is the output
+ *  (and its "</s>" when it has one). */
+export interface BeamTree {
+  nodes: BeamNode[];
+  winner: number;
 }
 
 /**
@@ -110,6 +146,10 @@ export interface TranslateOptions {
    * input the model does not know.
    */
   noRepeatNgram?: number;
+  /** Also return `beamTree`, every hypothesis the search kept (default false: nothing extra is computed). */
+  beamTree?: boolean;
+  /** Transformers: also return encoderQueries, encoderKeys and encoderSelfScores (default false). */
+  queryKey?: boolean;
   /** Cancels the call: it rejects with an AbortError (code ATTNLAB_ABORTED); see Model. */
   signal?: AbortSignal;
 }
@@ -127,11 +167,15 @@ export interface Caption {
    * y/gridHeight) to ((x+1)/gridWidth, (y+1)/gridHeight) of its width and height.
    */
   attention: Matrix;
+  /** The raw scores the weights are made from (before the softmax), same shape as attention. */
+  scores: Matrix;
   /** The feature grid (7 × 7 for MobileNetV2). */
   gridWidth: number;
   gridHeight: number;
   /** Σ log p of the tokens (and of the end of the caption when it was produced). */
   logProbability: number;
+  /** With { beamTree: true } only: every hypothesis the search kept, step by step. */
+  beamTree?: BeamTree;
 }
 
 export interface CaptionOptions {
@@ -145,6 +189,8 @@ export interface CaptionOptions {
    * is 3).
    */
   noRepeatNgram?: number;
+  /** Also return `beamTree`, every hypothesis the search kept (default false: nothing extra is computed). */
+  beamTree?: boolean;
   /** Cancels the call: it rejects with an AbortError (code ATTNLAB_ABORTED); see Model. */
   signal?: AbortSignal;
 }
@@ -228,6 +274,15 @@ export interface Model {
    * cannot be interrupted, so only calls that have not started can be aborted.
    */
   translate(text: string, options?: TranslateOptions): Promise<Translation>;
+  /**
+   * Translates several texts (a paragraph's sentences) in one call: they are decoded together, every decoder
+   * step reading each weight once for all of them, and each result is what translate(text) gives for that text
+   * alone (the same tokens, stopReason and warnings; attention equal up to float rounding), in input order. An
+   * empty array resolves to []. A bad element rejects the whole call, before anything is translated, with the
+   * code translate(text) would give it and its index in the message ("attnlab: texts[2]: the text to translate
+   * is empty"); options.signal works as for one text.
+   */
+  translate(texts: readonly string[], options?: TranslateOptions): Promise<Translation[]>;
   /**
    * Captions an image (a model whose info.task is "caption"); calls run one at a time in call order. Rejects
    * with a message for a translation model, anything that is not an accepted image, a side that is not an

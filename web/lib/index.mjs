@@ -2,6 +2,7 @@
 //
 //   const model = await loadModel('/models/weights/bahdanau-en-de.q8_0.gguf', { onProgress, sha256 });
 //   const t = await model.translate('A dog runs.', { beam: 4 });   // { text, sourceTokens, attention, ... }
+//   const ts = await model.translate(['A dog runs.', 'It is raining.']);  // one result per text, decoded together
 //   const c = await captioner.caption(imageData, { beam: 3 });     // { text, tokens, attention, gridWidth, ... }
 //
 // In a browser the engine runs in a module Web Worker (one per model); in Node it runs in this thread, or in a
@@ -489,7 +490,7 @@ async function loadModelOrThrow(source, options) {
   const loadArgs = async () => {
     const payload = bytes.slice();
     const wasmBinary = isNode ? undefined : (await wasmBytes()).slice();
-    return { args: { bytes: payload, wasmBinary, wasmPaths: absoluteWasmPaths() },
+    return { args: { bytes: payload, wasmBinary, wasmPaths: absoluteWasmPaths(), threads: env.threads },
              transfer: wasmBinary ? [payload.buffer, wasmBinary.buffer] : [payload.buffer] };
   };
   const model = new WorkerModel(spawn, loadArgs);

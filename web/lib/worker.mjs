@@ -1,5 +1,5 @@
 // The engine inside a module Web Worker: one model per worker. Messages in: { id, method, args }, methods
-// "load" { bytes, wasmBinary } (-> { info, limits }), "translate" { text, options }, "caption" { image:
+// "load" { bytes, wasmBinary } (-> { info, limits }), "translate" { text (or an array of texts), options }, "caption" { image:
 // ImageBitmap | { data, width, height }, options }, "dispose", and the diagnostic "memoryStats" {} (-> { wasmBytes,
 // mallocBytes }, for scripts/soak.mjs). Messages out: { id, result } or { id, error: { name, code, message } } (an
 // AttnlabError, rebuilt by errors.mjs's deserializeError). Requests run one after another in arrival order; the
@@ -14,9 +14,10 @@ let model = null;
 let queue = Promise.resolve();
 
 const methods = {
-  async load({ bytes, wasmBinary, wasmPaths }) {
+  async load({ bytes, wasmBinary, wasmPaths, threads }) {
     if (model) throw new Error('attnlab: this worker already holds a model');
     if (wasmPaths) env.wasmPaths = wasmPaths;  // the page's setting: where the glue is
+    env.threads = threads;  // and which build: wasmBinary is the one the page chose (engine.mjs engineBuild)
     model = await createEngineModel(bytes, { wasmBinary });
     return { info: model.info, limits: model.limits };
   },
@@ -49,6 +50,7 @@ const methods = {
 };
 
 function transferablesOf(result) {
+  if (Array.isArray(result)) return result.flatMap(transferablesOf);  // translate() of several texts
   if (!result || typeof result !== 'object') return [];
   return Object.values(result)
     .filter((value) => value && value.data instanceof Float32Array)
