@@ -34,6 +34,18 @@ const TABS = {
     await page.click('#compare-run');
     await page.locator('#compare-conclusion:not([hidden])').waitFor({ timeout: TIMEOUT });
   },
+  // The Translate tab's step-by-step view, three tokens in, and the beam tree under it.
+  steps: async (page) => {
+    await TABS.translate(page);
+    for (let k = 0; k < 3; ++k) await page.getByTestId('translate-stepper').getByTestId('step-next').click();
+    await page.getByTestId('translate-steps').scrollIntoViewIfNeeded();
+  },
+  compare: async (page) => {
+    await page.getByRole('tab', { name: 'Compare' }).click();
+    await page.locator('#pair-run:not([disabled])').waitFor({ timeout: TIMEOUT });
+    await page.click('#pair-run');
+    await page.locator('#pair-result:not([hidden])').waitFor({ timeout: TIMEOUT });
+  },
   selfattention: async (page) => {
     await page.waitForFunction(() => !document.getElementById('tab-btn-selfattention').disabled, null, { timeout: TIMEOUT });
     await page.getByRole('tab', { name: 'Self-attention' }).click();

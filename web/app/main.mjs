@@ -7,10 +7,12 @@ import { setupTabs } from '/app/widgets/tablist.mjs';
 import { setupTranslate } from '/app/tabs/translate.mjs';
 import { setupExplain } from '/app/tabs/explain.mjs';
 import { setupCompare } from '/app/tabs/compare.mjs';
+import { setupSideBySide } from '/app/tabs/side_by_side.mjs';
 import { setupSelfAttention } from '/app/tabs/selfattention.mjs';
 import { setupCaption } from '/app/tabs/caption.mjs';
 import { setupSpeech } from '/app/tabs/speech.mjs';
 import { setupEngine } from '/app/tabs/engine.mjs';
+import { setupTranslateSteps } from '/app/tabs/translate_steps.mjs';
 import { openRequestedTab } from '/app/widgets/tablist.mjs';
 import { registerOfflineCopy } from '/app/offline.mjs';
 
@@ -40,11 +42,16 @@ async function start() {
   setupCaption({ entries: manifest.filter((entry) => entry.task === 'caption'), ...shared });
   setupSpeech({ entries: manifest.filter((entry) => entry.task === 'transcribe'), ...shared });
   setupCompare({ entries: translators, ...shared });
+  setupSideBySide({ entries: translators, ...shared });
   setupSelfAttention({ entries: translators.filter((entry) => entry.arch === 'transformer'), ...shared });
   openRequestedTab();  // a shared link's tab, once the tabs its models enable are enabled
+  const steps = setupTranslateSteps({ beam });
   await setupTranslate({
     entries: translators, beam, ...shared,
-    onTranslation: explain.show,
+    onTranslation: (translation, entry) => {
+      explain.show(translation, entry);
+      steps.show(translation, entry);
+    },
     onExplain: (row) => {
       explain.select(row);
       byId('tab-btn-explain').click();  // shows the tab, which renders the word

@@ -13,6 +13,7 @@ import { enableTab, watchPanel } from '/app/widgets/tablist.mjs';
 import { canvasToPng, entropyBits, escapeXml, exportBar, hideTip, legend, makeCellsInspectable, matrixRows,
          weightLines } from '/app/widgets/figure.mjs';
 import { noticesFor } from '/app/widgets/text.mjs';
+import { drawBeamTree, drawStepper, winningPath } from '/app/widgets/decoding.mjs';
 import { publish, restoreFor } from '/app/share.mjs';
 
 const SAMPLES_URL = '/app/samples/samples.json';
@@ -33,6 +34,7 @@ const view = {
   cameraRequest: 0,    // counts camera requests: one still pending when this moved on was cancelled
   busy: false,
   pending: null,       // an input that arrived while captioning: run it next
+  stepper: null,       // drawStepper() of the caption shown
 };
 
 const setStatus = statusLine('cap');
@@ -43,6 +45,7 @@ const showError = (error) => {
 };
 
 function clearResult() {
+  view.stepper?.stop();
   view.caption = null;
   byId('cap-result').hidden = true;
   hideTip();
@@ -302,7 +305,7 @@ async function run(canvas) {
     if (!model) return;
     const pixels = enginePixels(canvas, model.limits);
     const started = performance.now();
-    const caption = await model.caption(pixels, { beam: Number(byId('cap-beam').value) });
+    const caption = await model.caption(pixels, { beam: Number(byId('cap-beam').value), beamTree: true });
     const ms = Math.round(performance.now() - started);
     view.input = canvas;
     view.caption = caption;
@@ -355,6 +358,31 @@ function render(caption, ms, label) {
   drawCells(caption);
   drawTools(caption, label);
   select(view.selected, { first: true });
+  drawSteps(caption);
+}
+
+// Step by step: the caption written word by word while the overlay shows where each word looked, and the search's
+// tree of hypotheses.
+function drawSteps(caption) {
+  view.stepper?.stop();
+  const beam = Number(byId('cap-beam').value);
+  const tree = caption.beamTree;
+  const path = tree ? winningPath(tree) : [];
+  const drawn = drawBeamTree(byId('cap-beam-tree'), tree, {
+    beam, lang: 'en', name: `attnlab-${currentEntry()?.id}-caption-beam-tree`, label: 'caption search tree',
+    title: `${caption.text} (beam ${beam})`,
+  });
+  view.stepper = drawStepper(byId('cap-stepper'), {
+    pieces: caption.tokens, lang: 'en', label: 'Caption',
+    describe: (i) => {
+      const node = tree?.nodes[path[i]];
+      return node ? `log p ${node.logProbability.toFixed(3)}, Σ log p ${node.cumulative.toFixed(3)}.` : '';
+    },
+    onStep: (i) => {
+      drawn.mark(i);
+      if (i !== null) select(i);
+    },
+  });
 }
 
 // Focusable, hoverable, tappable cells over the photo, one per feature-grid cell: the numbers of the selected
@@ -380,9 +408,9 @@ function drawCells(caption) {
     info: (y, x) => {
       const weights = matrixRow(caption.attention, view.selected);
       const k = y * caption.gridWidth + x;
+      const score = caption.scores?.rows === caption.attention.rows ? matrixRow(caption.scores, view.selected)[k] : null;
       return [`“${tokenLabel(caption.tokens[view.selected])}”, cell row ${y + 1}, column ${x + 1}`,
-              ...weightLines(weights, k, { rowName: 'word\'s grid' }),
-              'raw scores: the engine returns the caption weights only'];
+              ...weightLines(weights, k, { score, rowName: 'word\'s grid' })];
     },
   });
 }
@@ -396,7 +424,8 @@ function drawTools(caption, label) {
                 svg: () => captionSvg(caption, label), json: () => ({
                   model: currentEntry()?.id, photo: label, text: caption.text, tokens: caption.tokens,
                   gridHeight: caption.gridHeight, gridWidth: caption.gridWidth, selected: view.selected,
-                  attention: matrixRows(caption.attention) }) }),
+                  attention: matrixRows(caption.attention),
+                  ...(caption.scores ? { scores: matrixRows(caption.scores) } : {}) }) }),
   );
 }
 

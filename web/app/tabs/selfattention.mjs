@@ -15,6 +15,7 @@ import { enableTab, watchPanel } from '/app/widgets/tablist.mjs';
 import { canvasToPng, escapeXml, exportBar, hideTip, legend, matrixRows, showTip, weightLines } from '/app/widgets/figure.mjs';
 import { clipInput, noticesFor, splitSentences } from '/app/widgets/text.mjs';
 import { publish, restoreFor } from '/app/share.mjs';
+import { drawNeuronView } from '/app/widgets/neuron.mjs';
 
 // The first two samples are the long-range ones: a pronoun ("she", "her") refers back to a noun words earlier.
 // Every sample is whole words in the Multi30k tokenizers the Transformers use (no word split into pieces), and
@@ -175,7 +176,8 @@ async function run() {
   try {
     const model = await view.getModel(entry);
     const started = performance.now();
-    const t = await model.translate(byId('sa-input').value, { beam: Number(byId('sa-beam').value) });
+    // queryKey: the neuron view draws the encoder's queries and keys, and the tooltips its raw scores.
+    const t = await model.translate(byId('sa-input').value, { beam: Number(byId('sa-beam').value), queryKey: true });
     if (!t.encoderSelfAttention) throw new Error(`${entry.label ?? entry.id} is not a Transformer: it has no self-attention to show`);
     byId('sa-timing').textContent = `${Math.round(performance.now() - started)} ms`;
     view.translation = t;
@@ -240,6 +242,7 @@ function selectKind(kind) {
   focus.replaceChildren(el('option', { text: 'every token', attrs: { value: '' } }),
                         ...left.map((piece, i) => el('option', { text: `${i + 1}. ${tokenLabel(piece)}`, attrs: { value: i } })));
   focus.value = '';
+  fillNeuronControls();
   buildModelView();
   drawTools();
   redraw();
@@ -257,7 +260,36 @@ function setPinned(index) {
 function redraw() {
   syncHeadControls();
   drawHeadView();
+  drawNeuron();
   share();
+}
+
+// ---------------------------------------------------------------- neuron view (encoder self-attention)
+
+function fillNeuronControls() {
+  const t = view.translation;
+  const tensor = t.encoderSelfAttention;
+  const headSelect = byId('sa-neuron-head');
+  const querySelect = byId('sa-neuron-query');
+  const keepHead = Math.min(Number(headSelect.value) || 0, tensor.heads - 1);
+  headSelect.replaceChildren(...Array.from({ length: tensor.heads }, (_, h) => el('option', { text: `Head ${h + 1}`, attrs: { value: h } })));
+  headSelect.value = String(keepHead);
+  querySelect.replaceChildren(...t.sourceTokens.map((piece, i) => el('option', { text: `${i + 1}. ${tokenLabel(piece)}`, attrs: { value: i } })));
+  querySelect.value = String(view.pinned !== null && view.kind === 'encoder' ? view.pinned : 0);
+}
+
+function drawNeuron() {
+  const t = view.translation;
+  const box = byId('sa-neuron');
+  if (!t) return;
+  const note = byId('sa-neuron-note');
+  note.hidden = view.kind === 'encoder';
+  note.textContent = view.kind === 'encoder' ? '' : 'Shown for the encoder self-attention, whose queries and keys the engine returns; its layer is the one picked above.';
+  drawNeuronView(box, t, {
+    layer: Math.min(view.layer, t.encoderSelfAttention.layers - 1), head: Number(byId('sa-neuron-head').value),
+    query: Number(byId('sa-neuron-query').value), lang: currentEntry()?.src ?? 'en',
+    name: `attnlab-${currentEntry()?.id}-neuron-view`,
+  });
 }
 
 function syncHeadControls() {
@@ -497,15 +529,18 @@ function writeReadout(focus, leftLabels, rightLabels, heads, head) {
 
 // The numbers of the line query i → key j in every shown head (weight, rank in the query's row, its entropy).
 function lineLines(i, j) {
-  const { tensor, left, right } = current();
+  const { t, tensor, left, right } = current();
   const lines = [`“${tokenLabel(left[i])}” → “${tokenLabel(right[j])}”, layer ${view.layer + 1}`];
   for (const h of [...view.heads].sort((a, b) => a - b)) {
     const a = attentionHead(tensor, view.layer, h);
     const row = a.data.subarray(i * a.cols, (i + 1) * a.cols);
     const parts = weightLines(row, j, { rowName: 'row' });  // weight and rank first, the row's entropy last
-    lines.push(`head ${h + 1}: ${parts[0].replace(' in the row', '')}; ${parts.at(-1).replace('row entropy', 'entropy')}`);
+    const scores = view.kind === 'encoder' && t.encoderSelfScores ? attentionHead(t.encoderSelfScores, view.layer, h) : null;
+    const raw = scores ? `, raw score ${scores.data[i * scores.cols + j].toFixed(3)}` : '';
+    lines.push(`head ${h + 1}: ${parts[0].replace(' in the row', '')}${raw}; ${parts.at(-1).replace('row entropy', 'entropy')}`);
   }
-  lines.push('raw scores: the engine returns the self-attention weights only');
+  lines.push(view.kind === 'encoder' ? 'raw score: q·k ÷ √d_k before the softmax (see the neuron view)'
+                                     : 'raw scores: the engine returns them for the encoder self-attention only');
   return lines;
 }
 
@@ -616,6 +651,8 @@ function setupHeadView() {
     view.layer = Number(event.target.value);
     redraw();
   });
+  byId('sa-neuron-head').addEventListener('change', drawNeuron);
+  byId('sa-neuron-query').addEventListener('change', drawNeuron);
   byId('sa-all-heads').addEventListener('click', () => {
     if (!view.translation) return;
     view.heads = new Set(Array.from({ length: current().tensor.heads }, (_, h) => h));
