@@ -5,11 +5,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "attnlab/attnlab.hpp"
 #include "attnlab/error.hpp"
+#include "attnlab/image/decode.hpp"
 #include "test_support.hpp"
 
 using namespace attnlab;
@@ -203,4 +205,108 @@ TEST_CASE("errors carry their kind; error_code() gives the front ends' codes") {
     CHECK(std::string(error_code(ErrorKind::task, ErrorKind::input)) == "ATTNLAB_WRONG_TASK");
     CHECK(std::string(error_code(ErrorKind::model, ErrorKind::input)) == "ATTNLAB_BAD_MODEL");
     CHECK(std::string(error_code(ErrorKind::unspecified, ErrorKind::unspecified)) == "ATTNLAB_INTERNAL");
+}
+
+namespace {
+
+// The winner's path in a beam tree, pieces and ids, root first.
+void winning_path(const BeamTree& tree, std::vector<int32_t>& ids, std::vector<std::string>& pieces) {
+    ids.clear();
+    pieces.clear();
+    for (int n = tree.winner; n >= 0; n = tree.nodes.at(static_cast<std::size_t>(n)).parent) {
+        ids.insert(ids.begin(), tree.nodes[n].id);
+        pieces.insert(pieces.begin(), tree.nodes[n].piece);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("beam_tree: only when asked; its winning path is the output, its pieces the output's, then </s>") {
+    for (const Model* model : {&shipped_en_de(), &shipped_transformer_en_de()}) {
+        for (int beam : {1, 4}) {
+            CAPTURE(beam);
+            TranslateOptions options;
+            options.beam = beam;
+            const Translation plain = model->translate("Two dogs are running through the snow.", options);
+            CHECK(plain.beam_tree.nodes.empty());
+            options.beam_tree = true;
+            const Translation t = model->translate("Two dogs are running through the snow.", options);
+            CHECK(t.target_ids == plain.target_ids);
+            REQUIRE(t.stop_reason == StopReason::eos);
+            std::vector<int32_t> ids;
+            std::vector<std::string> pieces;
+            winning_path(t.beam_tree, ids, pieces);
+            REQUIRE(!pieces.empty());
+            CHECK(pieces.back() == "</s>");
+            ids.pop_back();
+            pieces.pop_back();
+            CHECK(ids == t.target_ids);
+            CHECK(pieces == t.target_tokens);
+            CHECK(t.beam_tree.nodes[t.beam_tree.winner].cumulative == doctest::Approx(t.log_probability).epsilon(1e-6));
+            // Beam 1 keeps one path; a wider beam keeps more than the winner's nodes.
+            if (beam == 1) CHECK(t.beam_tree.nodes.size() == t.target_ids.size() + 1);
+            else CHECK(t.beam_tree.nodes.size() > t.target_ids.size() + 1);
+        }
+    }
+    const Model captioner = Model::open(test::source_path("models/weights/captioner-flickr8k.q8_0.gguf"));
+    const Image image = read_image(test::source_path("web/app/samples/cat.jpg"));
+    CaptionOptions options;
+    options.beam = 3;
+    const Caption plain = captioner.caption(image, options);
+    CHECK(plain.beam_tree.nodes.empty());
+    options.beam_tree = true;
+    const Caption c = captioner.caption(image, options);
+    CHECK(c.ids == plain.ids);
+    std::vector<int32_t> ids;
+    std::vector<std::string> pieces;
+    winning_path(c.beam_tree, ids, pieces);
+    REQUIRE(ids.size() == c.ids.size() + 1);
+    ids.pop_back();
+    pieces.pop_back();
+    CHECK(ids == c.ids);
+    CHECK(pieces == c.tokens);
+}
+
+TEST_CASE("query_key: a Transformer's encoder queries and keys make its raw scores, whose softmax is its attention") {
+    const Model& model = shipped_transformer_en_de();
+    const Translation plain = model.translate("Two dogs are running through the snow.");
+    CHECK(plain.encoder_queries.empty());
+    CHECK(plain.encoder_self_scores.empty());
+    TranslateOptions options;
+    options.query_key = true;
+    const Translation t = model.translate("Two dogs are running through the snow.", options);
+    CHECK(t.target_ids == plain.target_ids);
+    const AttentionTensor& a = t.encoder_self_attention;
+    const AttentionTensor &q = t.encoder_queries, &k = t.encoder_keys, &s = t.encoder_self_scores;
+    REQUIRE(q.layers == a.layers);
+    REQUIRE(q.heads == a.heads);
+    REQUIRE(q.rows == a.rows);
+    REQUIRE(k.rows == a.rows);
+    REQUIRE(q.cols > 0);
+    REQUIRE(s.rows == a.rows);
+    REQUIRE(s.cols == a.cols);
+    const int S = a.rows, hd = q.cols;
+    for (int l = 0; l < a.layers; ++l)
+        for (int h = 0; h < a.heads; ++h) {
+            const std::size_t head = std::size_t(l) * a.heads + h;
+            for (int i = 0; i < S; ++i) {
+                CAPTURE(l);
+                CAPTURE(h);
+                CAPTURE(i);
+                const float* scores = s.data.data() + (head * S + i) * S;
+                const float top = *std::max_element(scores, scores + S);
+                double sum = 0;
+                for (int j = 0; j < S; ++j) sum += std::exp(double(scores[j]) - top);
+                for (int j = 0; j < S; ++j) {
+                    double dot = 0;
+                    for (int c = 0; c < hd; ++c)
+                        dot += double(q.data[(head * S + i) * hd + c]) * double(k.data[(head * S + j) * hd + c]);
+                    CHECK(scores[j] == doctest::Approx(dot / std::sqrt(double(hd))).epsilon(1e-4).scale(1.0));
+                    CHECK(a.data[(head * S + i) * S + j] ==
+                          doctest::Approx(std::exp(double(scores[j]) - top) / sum).epsilon(1e-4).scale(1e-3));
+                }
+            }
+        }
+    // An RNN has no such heads: nothing extra.
+    CHECK(shipped_en_de().translate("A dog.", options).encoder_queries.empty());
 }

@@ -349,3 +349,23 @@ TEST_CASE("captioner API: an image side beyond the limit is rejected before any 
     const std::vector<uint8_t> rgba(16, 0);
     CHECK_THROWS_WITH_AS(tiny_model().caption(rgba.data(), 1 << 20, 1 << 20), doctest::Contains("too large"), Error);
 }
+
+TEST_CASE("captioner API: the raw scores come with the weights, which are their softmax (one decoder)") {
+    const Model& model = tiny_model();
+    const std::vector<float> features = model.file().load_f32_flat("fixture.features");
+    const int G = 6;
+    CaptionOptions options;
+    options.beam = 3;
+    const Caption caption = model.caption_features(features.data(), G, 48, options);
+    REQUIRE(!caption.ids.empty());
+    REQUIRE(caption.scores.size() == caption.attention.size());
+    for (std::size_t t = 0; t < caption.ids.size(); ++t) {
+        CAPTURE(t);
+        const float* scores = caption.scores.data() + t * G;
+        const float top = *std::max_element(scores, scores + G);
+        double sum = 0;
+        for (int g = 0; g < G; ++g) sum += std::exp(double(scores[g]) - top);
+        for (int g = 0; g < G; ++g)
+            CHECK(caption.attention[t * G + g] == doctest::Approx(std::exp(double(scores[g]) - top) / sum).epsilon(1e-4));
+    }
+}
