@@ -40,10 +40,11 @@ test('the tarball holds the licence, both READMEs, the types and the engine file
   const listing = execFileSync('tar', ['-tzf', attnlab], { encoding: 'utf8' }).trim().split('\n').sort();
   for (const file of ['LICENSE', 'README.md', 'package.json', 'web/README.md', 'web/lib/index.mjs', 'web/lib/index.d.ts',
                       'web/lib/worker.mjs', 'web/lib/engine.mjs', 'web/lib/models.mjs', 'web/dist/attnlab.mjs',
-                      'web/dist/attnlab.wasm']) {
+                      'web/dist/attnlab.wasm', 'web/dist/attnlab-mt.mjs', 'web/dist/attnlab-mt.wasm',
+                      'web/dist/attnlab-mt.worker.js']) {
     assert.ok(listing.includes(`package/${file}`), `the tarball lacks ${file}: ${listing.join(', ')}`);
   }
-  assert.deepEqual(listing.filter((path) => !/^package\/(LICENSE|README\.md|package\.json|web\/README\.md|web\/lib\/[^/]+\.(mjs|d\.ts)|web\/dist\/attnlab\.(mjs|wasm))$/.test(path)), []);
+  assert.deepEqual(listing.filter((path) => !/^package\/(LICENSE|README\.md|package\.json|web\/README\.md|web\/lib\/[^/]+\.(mjs|d\.ts)|web\/dist\/attnlab(-mt)?\.(mjs|wasm)|web\/dist\/attnlab-mt\.worker\.js)$/.test(path)), []);
 });
 
 test('LICENSE is the MIT licence package.json names', async () => {

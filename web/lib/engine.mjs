@@ -1,7 +1,12 @@
-// Loads the wasm engine (web/dist/attnlab.mjs + attnlab.wasm) once per JS realm: a page, a worker or Node.
+// Loads the wasm engine once per JS realm (a page, a worker or Node): the threaded build (web/dist/attnlab-mt.mjs +
+// .wasm + .worker.js, Emscripten pthreads) where the realm is cross-origin isolated and has SharedArrayBuffer (a
+// browser page served with COOP/COEP, as `npm start` does, and its workers), else the single-thread build
+// (attnlab.mjs + attnlab.wasm). Node always runs the single-thread build: Emscripten 3.1.6's thread worker script
+// calls require(), which a file under this package's "type": "module" does not have (the native CLI and library are
+// the threaded engines there).
 // The glue, the .wasm and the worker are referenced by literals (import('../dist/attnlab.mjs'),
-// new URL('../dist/attnlab.wasm', import.meta.url), new Worker(new URL('./worker.mjs', import.meta.url))) so that
-// Vite, webpack and Rollup emit them with the bundle; env.wasmPaths and env.workerUrl relocate them where a bundler
+// new URL('../dist/attnlab.wasm', import.meta.url), new Worker(new URL('./worker.mjs', import.meta.url)), and the
+// same for attnlab-mt.*) so that Vite, webpack and Rollup emit them with the bundle; env.wasmPaths and env.workerUrl relocate them where a bundler
 // does not follow such references (esbuild) or the files are served elsewhere (a CDN).
 // In Node the .wasm is read from disk and handed over as bytes, since Emscripten 3.1.6's web loader cannot fetch
 // file paths; in a browser it is fetched through the Cache API, so a second visit needs no network.
@@ -14,8 +19,12 @@
  *   workerUrl:  the module worker script (web/lib/worker.mjs, or attnlab/worker built by a bundler);
  *               unset: ./worker.mjs next to this module.
  *   modelsBase: where loadModel('name') finds models/manifest.json and the weights it lists (models.mjs).
+ *   threads:    'auto' (unset): the threaded build with min(navigator.hardwareConcurrency, 4) threads where it can
+ *               run (and 2 or more cores), else the single-thread build; 1: the single-thread build; 2..16: the
+ *               threaded build with that many threads where it can run. engineInfo() says which runs
+ *               ({ build: 'threaded' | 'single-thread', threads, maxThreads }).
  */
-export const env = { wasmPaths: undefined, workerUrl: undefined, modelsBase: undefined };
+export const env = { wasmPaths: undefined, workerUrl: undefined, modelsBase: undefined, threads: undefined };
 
 export const isNode = typeof process === 'object' && typeof process.versions === 'object' && !!process.versions.node;
 
@@ -39,34 +48,78 @@ function asFolder(href) {
   return href.endsWith('/') ? href : `${href}/`;
 }
 
-/** The URL env.wasmPaths gives `file` ('attnlab.mjs' or 'attnlab.wasm'), or null when it is unset. */
+// The { mjs, wasm } form's keys for each file; the threaded build's are optional (left out: that build is not used).
+const pathKeys = {
+  'attnlab.mjs': 'mjs', 'attnlab.wasm': 'wasm', 'attnlab-mt.mjs': 'threadedMjs', 'attnlab-mt.wasm': 'threadedWasm',
+};
+
+/**
+ * The URL env.wasmPaths gives `file` ('attnlab.mjs', 'attnlab.wasm', 'attnlab-mt.mjs' or 'attnlab-mt.wasm'), or
+ * null when it is unset (or, in the { mjs, wasm } form, names no URL for that file).
+ */
 export function relocatedEngineFile(file, paths = env.wasmPaths) {
   if (paths === undefined || paths === null || paths === '') return null;
   if (typeof paths === 'string' || paths instanceof URL) return new URL(file, asFolder(new URL(String(paths), baseHref()).href));
   if (typeof paths === 'object') {
-    const own = paths[file.endsWith('.wasm') ? 'wasm' : 'mjs'];
+    const own = paths[pathKeys[file]];
     return own ? new URL(String(own), baseHref()) : null;
   }
-  throw new Error('attnlab: env.wasmPaths must be a folder URL or { mjs, wasm }');
+  throw new Error('attnlab: env.wasmPaths must be a folder URL or { mjs, wasm, threadedMjs, threadedWasm }');
 }
 
 /** env.wasmPaths with every URL made absolute, for a worker (whose relative URLs would resolve elsewhere). */
 export function absoluteWasmPaths() {
-  const mjs = relocatedEngineFile('attnlab.mjs');
-  const wasm = relocatedEngineFile('attnlab.wasm');
-  if (!mjs && !wasm) return undefined;
-  return { mjs: mjs?.href, wasm: wasm?.href };  // a file left out stays the one next to the worker's engine.mjs
+  const urls = Object.fromEntries(Object.entries(pathKeys).map(([file, key]) => [key, relocatedEngineFile(file)?.href]));
+  if (!Object.values(urls).some(Boolean)) return undefined;
+  if (typeof env.wasmPaths === 'object' && !(env.wasmPaths instanceof URL) && !urls.threadedMjs) {
+    urls.threadedMjs = null;  // the { mjs, wasm } form without the threaded files: the worker keeps to one thread too
+  }
+  return urls;  // a file left out (undefined) stays the one next to the worker's engine.mjs
+}
+
+const kMaxAutoThreads = 4;
+const kMaxThreads = 16;
+
+/**
+ * Which build this realm loads: { threaded, threads } (threads: how many the threaded build starts with, 1 for the
+ * single-thread build). See env.threads.
+ */
+export function engineBuild(threads = env.threads) {
+  const single = { threaded: false, threads: 1 };
+  if (threads !== undefined && threads !== 'auto' && !(Number.isInteger(threads) && threads >= 1 && threads <= kMaxThreads)) {
+    throw new Error(`attnlab: env.threads must be 'auto' or a whole number from 1 to ${kMaxThreads}, got ${threads}`);
+  }
+  const isolated = !isNode && globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
+  const relocatedWithout = typeof env.wasmPaths === 'object' && env.wasmPaths !== null && !(env.wasmPaths instanceof URL) &&
+    !env.wasmPaths.threadedMjs;
+  if (!isolated || relocatedWithout || threads === 1 || !sameOriginThreadWorker()) return single;
+  const wanted = Number.isInteger(threads) ? threads : Math.min(globalThis.navigator?.hardwareConcurrency || 1, kMaxAutoThreads);
+  return wanted >= 2 ? { threaded: true, threads: wanted } : single;
+}
+
+// A worker script must come from the realm's own origin: the threaded glue starts its thread workers from the
+// folder it was loaded from, so a glue on another origin (a CDN) runs single-threaded.
+function sameOriginThreadWorker() {
+  const glue = relocatedEngineFile('attnlab-mt.mjs') ?? new URL(import.meta.url);
+  const origin = globalThis.location?.origin;
+  return !origin || origin === 'null' || glue.origin === origin;
+}
+
+function fileOf(build, extension) {
+  return `${build.threaded ? 'attnlab-mt' : 'attnlab'}.${extension}`;
 }
 
 /** The .wasm's URL: env.wasmPaths, or the copy next to this module (which a bundler emits as an asset). */
-export function wasmUrl() {
-  return relocatedEngineFile('attnlab.wasm') ?? new URL('../dist/attnlab.wasm', import.meta.url);
+export function wasmUrl(build = engineBuild()) {
+  const relocated = relocatedEngineFile(fileOf(build, 'wasm'));
+  if (relocated) return relocated;
+  return build.threaded ? new URL('../dist/attnlab-mt.wasm', import.meta.url) : new URL('../dist/attnlab.wasm', import.meta.url);
 }
 
-async function importGlue() {
-  const relocated = relocatedEngineFile('attnlab.mjs');
+async function importGlue(build) {
+  const relocated = relocatedEngineFile(fileOf(build, 'mjs'));
   if (relocated) return import(/* webpackIgnore: true */ /* @vite-ignore */ relocated.href);
-  return import('../dist/attnlab.mjs');
+  return build.threaded ? import('../dist/attnlab-mt.mjs') : import('../dist/attnlab.mjs');
 }
 
 /** The .wasm bytes from a file: URL (Node) or through the cached downloader. */
@@ -81,10 +134,38 @@ export async function readWasm(url = wasmUrl()) {
 
 let enginePromise = null;
 
+// The threaded module waits for its thread workers to load; one that cannot (its script missing, refused by a CSP,
+// another origin) is reported only through printErr, and the module would never resolve: that, or a synchronous
+// throw, falls back to the single-thread build.
+async function instantiateThreaded(build, wasmBinary) {
+  const { default: createAttnlabModule } = await importGlue(build);
+  return new Promise((resolve, reject) => {
+    const printErr = (text) => {
+      if (/worker sent an error|Pthread .* sent an error/.test(String(text))) reject(new Error(String(text)));
+      else console.error(text);
+    };
+    Promise.resolve()
+      .then(() => createAttnlabModule({ wasmBinary, attnlabPoolSize: build.threads - 1, printErr }))
+      .then((engine) => {
+        engine.setThreads(build.threads);
+        resolve(engine);
+      }, reject);
+  });
+}
+
 async function instantiate(options = {}) {
-  const { default: createAttnlabModule } = await importGlue();
-  const wasmBinary = options.wasmBinary ?? await readWasm();
-  return createAttnlabModule({ wasmBinary });
+  const build = engineBuild();
+  if (build.threaded) {
+    try {
+      return await instantiateThreaded(build, options.wasmBinary ?? await readWasm(wasmUrl(build)));
+    } catch (error) {
+      console.info(`attnlab: the threaded engine did not start (${error?.message ?? error}); running the single-thread build`);
+    }
+  }
+  const single = { threaded: false, threads: 1 };
+  const given = build.threaded ? undefined : options.wasmBinary;  // bytes of the threaded build do not fit this one
+  const { default: createAttnlabModule } = await importGlue(single);
+  return createAttnlabModule({ wasmBinary: given ?? await readWasm(wasmUrl(single)) });
 }
 
 /** The engine module (a singleton per realm). Rejects with a message if the wasm cannot be loaded. */

@@ -15,7 +15,8 @@ function describeThreads(info) {
   if (info.threads !== undefined && info.threads !== null) {
     const t = info.threads;
     const text = typeof t === 'object' ? Object.entries(t).map(([k, v]) => `${k} ${v}`).join(', ') : String(t);
-    return `${text} (page ${isolated})`;
+    const build = info.build ? `, ${info.build} build` : '';
+    return `${text} ${text === '1' ? 'thread' : 'threads'}${build} (page ${isolated})`;
   }
   return `single-threaded build (page ${isolated}, ${navigator.hardwareConcurrency ?? '?'} cores)`;
 }
