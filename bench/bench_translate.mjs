@@ -385,7 +385,8 @@ function reportProfile(result, models, node, floors, coreSteps) {
     console.log(`\n${m.kind.toUpperCase()} per token, wasm (Node, batch-1 greedy): through the npm API ${fmt(api, 3)} ms = ` +
                 `the engine core's step ${fmt(core.per_token_ms, 3)} ms + ${fmt(outside, 3)} ms outside it (embind copies of ` +
                 `attention, scores and context per token, ${m.kind === 'transformer' ? 'the second decoder pass for every layer\'s attention, ' : ''}` +
-                `the JS result objects)`);
+                `the JS result objects; the two are measured in different processes one after the other, so under load ` +
+                `the difference is noisy and can even come out negative)`);
     console.log(`  core step phases (ms per step, profiled pass): ${phases.map(([k, v]) => `${k} ${fmt(v, 3)}`).join(', ')}; ` +
                 `reading the step's weights once: ${fmt(profile.weight_read_ms, 3)} ms`);
     result[`profile_${m.kind}`] = { api_per_token_ms: api, core_per_token_ms: core.per_token_ms, outside_core_ms: outside,
