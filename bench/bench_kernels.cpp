@@ -94,6 +94,15 @@ int main(int argc, char** argv) {
     run("gemm_nt_256_f32_packed", gemm_flops,
         [&] { k::gemm_nt_packed(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
         [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
+    {
+        // An encoder's shape: a 20-token sentence through a 512 -> 2048 layer, where packing the weights is a larger
+        // share of the work than in the square case.
+        const int M = 20, N = 2048, K = 512;
+        const double flops = 2.0 * M * N * K;
+        std::vector<float> Y((size_t)M * N);
+        run("gemm_nt_20x2048x512_f32", flops, [&] { k::gemm_nt(M, N, K, W.data(), K, W.data(), K, Y.data(), N); },
+            [&] { ref::gemm_nt(M, N, K, W.data(), K, W.data(), K, Y.data(), N); });
+    }
 #if defined(__wasm_simd128__)
     run("gemm_nt_256_f32_dot_wasm128", gemm_flops,
         [&] { k::variants::gemm_nt_wasm128(n, n, n, A.data(), n, B.data(), n, C.data(), n); },

@@ -8,12 +8,12 @@
 
 namespace attnlab::kernels::detail {
 
-// x[n] quantized to Q8_0 and widened: int16 values (what the SIMD multiply-add reads) and one float
-// scale per block. Buffers reused between calls (single-threaded engine; thread_local to stay safe).
+// x[n], or each row of x[rows, n], quantized to Q8_0 and widened: int16 values (what the SIMD multiply-add reads)
+// and one float scale per block. Buffers reused between calls (single-threaded engine; thread_local to stay safe).
 struct QuantizedActivations {
     std::vector<BlockQ8_0> blocks;
-    std::vector<int16_t> values;  // [n]
-    std::vector<float> scales;    // [n / 32]
+    std::vector<int16_t> values;  // [rows, n]
+    std::vector<float> scales;    // [rows, n / 32]
 
     void quantize(const float* x, int n) { quantize_rows(x, 1, n, n); }
 
