@@ -122,11 +122,17 @@ constexpr int kPiecesPerThread = 4;
 
 thread_local bool tls_inside_job = false;
 
-// A job is published as one atomic word: a counter that changes with every job, and in its low byte how many
-// workers take part. A worker that takes no part reads nothing else, so the caller can write the next job while
-// it is still looking; one that takes part is waited for before the next job is written.
-constexpr int kHelperBits = 8;
-static_assert(kMaxThreads < (1 << kHelperBits), "the helper count must fit the job word's low byte");
+// A job is one atomic word: [job id: 32 bits][pieces: 16][next piece: 16]. A thread claims a piece with a
+// compare-and-swap that also checks the id, so a worker that wakes late can never take a piece of a newer job with
+// an older job's description; the caller waits only for pieces that were claimed (it runs every unclaimed one
+// itself), never for a worker to show up, which matters when other processes keep a worker off its core.
+constexpr int kPieceBits = 16;
+constexpr uint64_t kPieceMask = (uint64_t{1} << kPieceBits) - 1;
+static_assert(kMaxThreads * kPiecesPerThread < (1 << kPieceBits), "piece counts must fit the job word");
+
+uint64_t id_of(uint64_t word) { return word >> (2 * kPieceBits); }
+int pieces_of(uint64_t word) { return static_cast<int>((word >> kPieceBits) & kPieceMask); }
+int next_of(uint64_t word) { return static_cast<int>(word & kPieceMask); }
 
 class Pool {
 public:
@@ -168,29 +174,30 @@ public:
         job_.function = function;
         job_.context = context;
         job_.count = count;
-        job_.pieces = pieces;
         job_.piece = count / pieces / grain * grain;
-        job_.next.store(0, std::memory_order_relaxed);
+        job_.failed.store(false, std::memory_order_relaxed);
         job_.error = nullptr;
-        const int helpers = std::min(static_cast<int>(workers_.size()), pieces - 1);
-        pending_.store(helpers, std::memory_order_relaxed);
-        publish(helpers);
+        done_.store(0, std::memory_order_relaxed);
+        const uint64_t id = id_of(word_.load(std::memory_order_relaxed)) + 1;  // only the caller writes new ids
+        publish(id << (2 * kPieceBits) | static_cast<uint64_t>(pieces) << kPieceBits);
 
         tls_inside_job = true;
-        run_pieces();
+        run_pieces(id);
         tls_inside_job = false;
-        spin_then_sleep([this] { return pending_.load(std::memory_order_seq_cst) == 0; }, caller_sleeping_, done_);
+        spin_then_sleep([&] { return done_.load(std::memory_order_seq_cst) == pieces; }, caller_sleeping_, finished_);
         if (job_.error) std::rethrow_exception(std::exchange(job_.error, nullptr));
     }
 
     long long split_calls() const { return split_calls_.load(std::memory_order_relaxed); }
 
 private:
+    // Written by the caller before it publishes the job word; read by a thread only after it claimed a piece,
+    // and the caller does not write them again until every claimed piece is done.
     struct Job {
         parallel::RangeFunction function = nullptr;
         void* context = nullptr;
-        int count = 0, piece = 0, pieces = 0;
-        std::atomic<int> next{0};
+        int count = 0, piece = 0;
+        std::atomic<bool> failed{false};
         std::mutex error_mutex;
         std::exception_ptr error;
     };
@@ -209,27 +216,38 @@ private:
                                           static_cast<double>(threads * kPiecesPerThread), by_work}));
     }
 
-    void publish(int helpers) {
-        const uint64_t counter = (job_word_.load(std::memory_order_relaxed) >> kHelperBits) + 1;  // only we write it
-        job_word_.store(counter << kHelperBits | static_cast<uint64_t>(helpers), std::memory_order_seq_cst);
+    void publish(uint64_t word) {
+        word_.store(word, std::memory_order_seq_cst);
         if (sleepers_.load(std::memory_order_seq_cst) > 0) {
             std::lock_guard<std::mutex> lock(sleep_mutex_);
             wake_.notify_all();
         }
     }
 
-    void run_pieces() {
+    // Claims and runs pieces of job `id` until none is left (or the job is no longer the current one).
+    void run_pieces(uint64_t id) {
+        uint64_t word = word_.load(std::memory_order_acquire);
         for (;;) {
-            const int k = job_.next.fetch_add(1, std::memory_order_relaxed);
-            if (k >= job_.pieces) return;
+            if (id_of(word) != id || next_of(word) >= pieces_of(word)) return;
+            if (!word_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+                continue;
+            const int k = next_of(word), pieces = pieces_of(word);
+            word = word + 1;
             const int begin = k * job_.piece;
-            const int end = k == job_.pieces - 1 ? job_.count : begin + job_.piece;
-            try {
-                job_.function(job_.context, begin, end);
-            } catch (...) {
-                std::lock_guard<std::mutex> lock(job_.error_mutex);
-                if (!job_.error) job_.error = std::current_exception();
-                job_.next.store(job_.pieces, std::memory_order_relaxed);  // the others stop at their next piece
+            const int end = k == pieces - 1 ? job_.count : begin + job_.piece;
+            if (!job_.failed.load(std::memory_order_relaxed)) {
+                try {
+                    job_.function(job_.context, begin, end);
+                } catch (...) {
+                    std::lock_guard<std::mutex> lock(job_.error_mutex);
+                    if (!job_.error) job_.error = std::current_exception();
+                    job_.failed.store(true, std::memory_order_relaxed);  // the other pieces are skipped
+                }
+            }
+            if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == pieces &&
+                caller_sleeping_.load(std::memory_order_seq_cst) > 0) {
+                std::lock_guard<std::mutex> lock(sleep_mutex_);
+                finished_.notify_all();
             }
         }
     }
@@ -248,31 +266,24 @@ private:
         sleepers.fetch_sub(1, std::memory_order_relaxed);
     }
 
-    // `seen`: the job word when the thread was created, before the job it was created for was published.
-    void worker_loop(int index, uint64_t seen) {
+    // `seen`: the job id when the thread was created, before the job it was created for was published.
+    void worker_loop(uint64_t seen) {
         tls_inside_job = true;  // a kernel a worker runs never fans out again
         for (;;) {
-            uint64_t word = seen;
-            spin_then_sleep([&] { return (word = job_word_.load(std::memory_order_seq_cst)) != seen; }, sleepers_,
+            uint64_t id = seen;
+            spin_then_sleep([&] { return (id = id_of(word_.load(std::memory_order_seq_cst))) != seen; }, sleepers_,
                             wake_);
-            seen = word;
+            seen = id;
             if (stopping_.load(std::memory_order_acquire)) return;
-            if (index >= static_cast<int>(word & ((1u << kHelperBits) - 1))) continue;
-            run_pieces();
-            if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-                caller_sleeping_.load(std::memory_order_seq_cst) > 0) {
-                std::lock_guard<std::mutex> lock(sleep_mutex_);
-                done_.notify_all();
-            }
+            run_pieces(id);
         }
     }
 
     // Called with submit_ held.
     void start_workers(int wanted) {
         while (static_cast<int>(workers_.size()) + 1 < wanted) {
-            const int index = static_cast<int>(workers_.size());
-            const uint64_t seen = job_word_.load(std::memory_order_relaxed);
-            workers_.emplace_back([this, index, seen] { worker_loop(index, seen); });
+            const uint64_t seen = id_of(word_.load(std::memory_order_relaxed));
+            workers_.emplace_back([this, seen] { worker_loop(seen); });
         }
     }
 
@@ -280,7 +291,7 @@ private:
     void stop_workers() {
         if (workers_.empty()) return;
         stopping_.store(true, std::memory_order_seq_cst);
-        publish(0);
+        publish((id_of(word_.load(std::memory_order_relaxed)) + 1) << (2 * kPieceBits));  // a job of no pieces
         for (std::thread& worker : workers_) worker.join();
         workers_.clear();
         stopping_.store(false, std::memory_order_seq_cst);
@@ -291,11 +302,11 @@ private:
     std::mutex submit_;  // one job at a time, held by the caller whose job the workers run
     std::vector<std::thread> workers_;
     Job job_;
-    std::atomic<uint64_t> job_word_{0};
-    std::atomic<int> pending_{0};  // helpers still working on the current job
+    std::atomic<uint64_t> word_{0};
+    std::atomic<int> done_{0};  // pieces of the current job finished
     std::atomic<bool> stopping_{false};
     std::mutex sleep_mutex_;
-    std::condition_variable wake_, done_;
+    std::condition_variable wake_, finished_;
     std::atomic<int> sleepers_{0}, caller_sleeping_{0};
     std::atomic<long long> split_calls_{0};
 };
