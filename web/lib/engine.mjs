@@ -6,8 +6,9 @@
 // the threaded engines there).
 // The glue, the .wasm and the worker are referenced by literals (import('../dist/attnlab.mjs'),
 // new URL('../dist/attnlab.wasm', import.meta.url), new Worker(new URL('./worker.mjs', import.meta.url)), and the
-// same for attnlab-mt.*) so that Vite, webpack and Rollup emit them with the bundle; env.wasmPaths and env.workerUrl relocate them where a bundler
-// does not follow such references (esbuild) or the files are served elsewhere (a CDN).
+// same for attnlab-mt.*) so that Vite, webpack and Rollup emit them with the bundle; env.wasmPaths and
+// env.workerUrl relocate them where a bundler does not follow such references (esbuild) or the files are served
+// elsewhere (a CDN).
 // In Node the .wasm is read from disk and handed over as bytes, since Emscripten 3.1.6's web loader cannot fetch
 // file paths; in a browser it is fetched through the Cache API, so a second visit needs no network.
 
