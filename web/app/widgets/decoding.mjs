@@ -23,7 +23,7 @@ export function winningPath(tree) {
   return path;
 }
 
-const pieceText = (piece) => (piece === '</s>' ? '⏹ end' : tokenLabel(piece) || piece);
+const pieceText = (piece) => tokenLabel(piece) || piece;  // </s> reads "⟨end⟩", as in the heatmaps
 const signed = (x) => (x < 0 ? `−${(-x).toFixed(3)}` : x.toFixed(3));
 
 /** The tooltip lines of tree node n. */
