@@ -254,6 +254,11 @@ function setPinned(index) {
   view.pinnedKey = null;
   byId('sa-focus').value = view.pinned === null ? '' : String(view.pinned);
   drawHeadView();
+  // The neuron view follows the token picked here (its queries are the encoder's source tokens).
+  if (view.pinned !== null && view.kind === 'encoder') {
+    byId('sa-neuron-query').value = String(view.pinned);
+    drawNeuron();
+  }
   share();
 }
 

@@ -56,7 +56,7 @@ export function attentionDifference(a, b) {
   return rows ? { max, mean: sum / count, row: at[0], col: at[1], rows } : null;
 }
 
-// For each source piece in `words`, the output token that attends to it most, and the weight.
+// For each source column in `columns`, the output token that attends to it most, and the weight.
 function strongestReaders(t, columns) {
   return columns.map((j) => {
     let best = -1;
