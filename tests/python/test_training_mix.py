@@ -4,10 +4,12 @@ on a tiny corpus (weights taken from --init with a fresh schedule, the logged mi
 larger --epochs)."""
 import collections
 import contextlib
+import gc
 import io
 import os
 import tempfile
 import unittest
+import warnings
 
 import torch
 
@@ -93,6 +95,9 @@ class FineTuneRunTest(unittest.TestCase):
             "--max-tokens", "64", "--threads", "1", "--keep-epochs", "0", "--val-subset", "2"]
 
     def setUp(self):
+        # each run's train.log stays open for the life of its process (a trainer's log); here they end with the test
+        self.enterContext(warnings.catch_warnings())
+        warnings.simplefilter("ignore", ResourceWarning)
         self.tmp = tempfile.TemporaryDirectory()
         root = self.tmp.name
         os.makedirs(os.path.join(root, "models", "tokenizers"))
@@ -106,6 +111,7 @@ class FineTuneRunTest(unittest.TestCase):
         self.root = root
 
     def tearDown(self):
+        gc.collect()
         self.tmp.cleanup()
 
     def train(self, out, *flags):
@@ -141,6 +147,13 @@ class FineTuneRunTest(unittest.TestCase):
         self.assertGreater(resumed["state"]["global_step"], first_steps)
         changed = any(not torch.equal(t, resumed["model"][n]) for n, t in base["model"].items())
         self.assertTrue(changed, "a second epoch at lr 1e-3 left every weight as it was")
+        # resumed with a smaller --epochs (a job stopped early and its queue entry set to where it stopped): no step
+        stopped = self.train("ft", "--init", init, "--lr", "1e-3", "--warmup", "5", "--epochs", "1",
+                             "--multi30k-repeat", "3", "--broad-share", "0.5")
+        self.assertEqual((stopped["state"]["epoch"], stopped["state"]["global_step"]),
+                         (2, resumed["state"]["global_step"]))
+        for name, tensor in resumed["model"].items():
+            self.assertTrue(torch.equal(tensor, stopped["model"][name]), name)
 
     def test_init_of_another_pair_is_refused(self):
         self.train("base", "--epochs", "1")
