@@ -157,11 +157,12 @@ class TranslatorFamily(Family):
         self.decays_on_plateau = step_learning_rate is None
         self.last_path, self.best_path = os.path.join(args.out, "last.pt"), os.path.join(args.out, "best.pt")
         self.max_steps = getattr(args, "max_steps", 0)
-        self.is_multi30k = self.multi30k_flags() if uses_mix(args) else None
+        self.is_multi30k = self.flag_multi30k_pairs() if uses_mix(args) else None
         self.state = None
         self.clock = None
 
-    def multi30k_flags(self):
+    def flag_multi30k_pairs(self):
+        """Which training pairs are Multi30k's, logged with the mix (the --multi30k-repeat / --broad-share runs)."""
         paths = pair_paths(self.args.pair, self.args.data_root, self.args.corpus, data_corpus="multi30k")
         src, tgt = read_split(paths, "train")
         flags = multi30k_flags(self.src_ids, self.tgt_ids,
