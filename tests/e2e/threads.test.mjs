@@ -97,11 +97,14 @@ test('COOP/COEP: the page is cross-origin isolated and runs the threaded build o
   assert.deepEqual(offsite, [], `requests left the origin: ${offsite.join(', ')}`);
 });
 
-test('the single-thread build: env.threads = 1, and a page without COOP/COEP falls back to it', { timeout: 300_000 }, async () => {
+test('the single-thread build: env.threads = 1 or auto, and a page without COOP/COEP falls back to it', { timeout: 300_000 }, async () => {
   single = await runPage(ISOLATED_PATH, 1);
   assert.equal(single.info.build, 'single-thread');
   assert.equal(single.info.threads, 1);
   assert.equal(single.info.maxThreads, 1);
+  const auto = await runPage(ISOLATED_PATH, undefined);
+  assert.equal(auto.isolated, true);
+  assert.equal(auto.info.build, 'single-thread', "env.threads 'auto' keeps the single-thread build (the threaded one is opt-in)");
   plain = await runPage(PLAIN_PATH, undefined);
   assert.equal(plain.isolated, false);
   assert.equal(plain.info.build, 'single-thread');

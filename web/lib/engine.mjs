@@ -20,9 +20,8 @@
  *   workerUrl:  the module worker script (web/lib/worker.mjs, or attnlab/worker built by a bundler);
  *               unset: ./worker.mjs next to this module.
  *   modelsBase: where loadModel('name') finds models/manifest.json and the weights it lists (models.mjs).
- *   threads:    'auto' (unset): the threaded build with min(navigator.hardwareConcurrency, 4) threads where it can
- *               run (and 2 or more cores), else the single-thread build; 1: the single-thread build; 2..16: the
- *               threaded build with that many threads where it can run. engineInfo() says which runs
+ *   threads:    'auto' (unset) and 1: the single-thread build; 2..16: the threaded build with that many threads
+ *               where it can run (a cross-origin isolated realm), else the single-thread build. engineInfo() says which runs
  *               ({ build: 'threaded' | 'single-thread', threads, maxThreads }).
  */
 export const env = { wasmPaths: undefined, workerUrl: undefined, modelsBase: undefined, threads: undefined };
@@ -78,7 +77,6 @@ export function absoluteWasmPaths() {
   return urls;  // a file left out (undefined) stays the one next to the worker's engine.mjs
 }
 
-const kMaxAutoThreads = 4;
 const kMaxThreads = 16;
 
 /**
@@ -93,9 +91,10 @@ export function engineBuild(threads = env.threads) {
   const isolated = !isNode && globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
   const relocatedWithout = typeof env.wasmPaths === 'object' && env.wasmPaths !== null && !(env.wasmPaths instanceof URL) &&
     !env.wasmPaths.threadedMjs;
-  if (!isolated || relocatedWithout || threads === 1 || !sameOriginThreadWorker()) return single;
-  const wanted = Number.isInteger(threads) ? threads : Math.min(globalThis.navigator?.hardwareConcurrency || 1, kMaxAutoThreads);
-  return wanted >= 2 ? { threaded: true, threads: wanted } : single;
+  // 'auto' stays on the single-thread build until the threaded one reports a bad model file's own error (it gives
+  // "unknown engine error" for every load failure) and measures faster than one thread on a busy 2-core machine.
+  if (!isolated || relocatedWithout || !Number.isInteger(threads) || threads < 2 || !sameOriginThreadWorker()) return single;
+  return { threaded: true, threads };
 }
 
 // A worker script must come from the realm's own origin: the threaded glue starts its thread workers from the

@@ -436,11 +436,13 @@ export const CACHE_NAME: string;
 /** Where the engine files and named models are; set before the first loadModel() (web/README.md, "Install"). */
 export const env: {
   /** Folder URL (a path in Node) of attnlab.mjs and attnlab.wasm, or each file's URL; default: web/dist/. */
-  wasmPaths: string | URL | { mjs?: string | URL; wasm?: string | URL } | undefined;
+  wasmPaths: string | URL | { mjs?: string | URL; wasm?: string | URL; threadedMjs?: string | URL; threadedWasm?: string | URL } | undefined;
   /** The module worker script (web/lib/worker.mjs or a bundled attnlab/worker); default: next to the module. */
   workerUrl: string | URL | undefined;
   /** The folder holding models/manifest.json for loadModel(name) ("{name}" replaced by the name). */
   modelsBase: string | URL | undefined;
+  /** 'auto' (unset) and 1: the single-thread engine; 2..16: the threaded engine where the realm is cross-origin isolated. */
+  threads: 'auto' | number | undefined;
 };
 
 /** Which engine build is running (in this thread). */
