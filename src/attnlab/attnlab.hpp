@@ -213,8 +213,9 @@ public:
     // from_bytes() and open(), about the model file.
     // Throws attnlab::Error for a model that cannot translate, empty/oversized/invalid UTF-8 text, bad options.
     Translation translate(const std::string& text, const TranslateOptions& options = {}) const;
-    // Several texts (a paragraph's sentences, a file's lines), each translated exactly as translate(text) does it
-    // (the same tokens, stop reason and warnings; attention up to float summation order), in input order. They
+    // Several texts (a paragraph's sentences, a file's lines), each translated as translate(text) does it, in
+    // input order: with q8_0 weights the same bits; with f16/f32 weights the larger matrix products sum in another
+    // order, so attention agrees to float rounding and a token may differ only where two candidates tie to it. They
     // are decoded together: sorted by length into groups of at most decode::kMaxSentenceBatchRows rows
     // (sentences × beam), each group's decoder steps all live hypotheses of all its sentences at once, reading
     // each weight once per step. Every text is checked first; a bad one throws what translate(text) throws, its

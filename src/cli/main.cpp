@@ -49,8 +49,9 @@ constexpr Command kCommands[] = {
      "                                            (--beam 1..64, --max-length 0 (automatic)..1000,\n"
      "                                            --no-repeat-ngram -1 (default), 0 (off), 2..8)\n"
      "                                            stdin lines already waiting are translated together, up to\n"
-     "                                            --batch 1..256 at once (default 16), with the same results\n"
-     "                                            as one by one; a bad line still gets its error in its place\n"},
+     "                                            --batch 1..256 at once (default 16), as one by one (f16/f32\n"
+     "                                            weights: up to float rounding); a bad line gets its error\n"
+     "                                            in its place\n"},
     {"caption",
      "  caption --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--json] IMAGE...\n"
      "                                            caption JPEG/PNG images, one line per image\n"
@@ -316,7 +317,7 @@ int run_translate(const Arguments& args) {
             status = 1;
         }
     };
-    // Lines already waiting are translated together (Model::translate of several texts: the same results, each
+    // Lines already waiting are translated together (Model::translate of several texts: each as alone, each
     // weight read once per step for all of them). A batch never waits for more input, so a program that writes
     // one line and reads its answer gets it at once.
     std::ios::sync_with_stdio(false);  // std::cin's own buffer, so that in_avail() sees the lines it holds

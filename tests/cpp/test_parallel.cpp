@@ -129,6 +129,21 @@ TEST_CASE("parallel_for: small work and nested calls stay on the calling thread;
                          "piece at 320 failed", Error);
 }
 
+TEST_CASE("set_threads from inside a split parallel call is refused, not a deadlock") {
+    if (max_threads() < 2) return;  // the single-thread build never splits
+    ThreadCount two(2);
+    std::atomic<int> refused{0};
+    parallel::parallel_for(64 * 8, 64, 1e9, [&](int, int) {
+        try {
+            set_threads(1);
+        } catch (const Error&) {
+            ++refused;
+        }
+    });
+    CHECK(refused.load() >= 1);
+    CHECK(threads() == 2);
+}
+
 TEST_CASE("set_threads: counts outside [0, max_threads()] are refused; 0 restores the default") {
     CHECK_THROWS_AS(set_threads(-1), Error);
     CHECK_THROWS_AS(set_threads(max_threads() + 1), Error);

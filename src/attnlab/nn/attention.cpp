@@ -235,7 +235,7 @@ void attend_rows_each(const AttentionParams& params, const PreparedKeys* const* 
             fail("attend_rows_each: row " + std::to_string(r) + " has " + std::to_string(S) + " keys, " +
                  std::to_string(rows(*values[r])) + " values and room for " + std::to_string(stride));
         if (additive && S > 0 &&
-            !(keys[r]->score == Score::additive && cols(keys[r]->projected) == A))
+            !(keys[r]->score == Score::additive && rows(keys[r]->projected) == S && cols(keys[r]->projected) == A))
             fail("attend_rows_each: the prepared keys do not match the attention parameters (use prepare_keys)");
         longest = std::max(longest, S);
     }

@@ -105,8 +105,8 @@ long long parallel::split_calls() { return 0; }
 
 namespace {
 
-// How long an idle thread polls before it sleeps: a few tens of microseconds (a pause is ~40-140 cycles on
-// current x86 cores; a wasm poll is one atomic load). Long enough to span the gap between two kernels of one
+// How long an idle thread polls before it sleeps: up to ~0.2 ms (4096 pauses of ~40-140 cycles on current x86
+// cores; a wasm poll is one atomic load). Long enough to span the gap between two kernels of one
 // decoder step, short enough not to hold a core through the work between calls.
 #if defined(__x86_64__) || defined(__i386__)
 constexpr int kSpinIterations = 4096;
@@ -148,6 +148,8 @@ public:
               "set_threads(" + std::to_string(n) + "): the thread count must be from 1 to " +
                   std::to_string(max_threads()) + " in this build, or 0 for the default",
               ErrorKind::options);
+        // The caller of a parallel call holds submit_ while its pieces run: from inside one this would deadlock.
+        check(!tls_inside_job, "set_threads: not from inside a parallel call", ErrorKind::options);
         const int target = n == 0 ? default_threads() : n;
         std::call_once(default_once_, [] {});
         std::lock_guard<std::mutex> one_job(submit_);

@@ -4,7 +4,7 @@
 // output value is computed by the same instructions in the same order whatever the thread count: the results are
 // bit-identical to one thread's (tests/cpp/test_parallel.cpp checks kernels and models).
 //
-// Workers that run out of work spin for a few tens of microseconds (a decoder step is a burst of GEMVs a few
+// Workers that run out of work spin for up to ~0.2 ms (a decoder step is a burst of GEMVs a few
 // microseconds apart, and waking a sleeping thread costs more than that), then sleep on a condition variable.
 // A call made while another thread's parallel_for runs, or from inside one, runs on its own thread alone.
 #include <cstddef>
