@@ -172,6 +172,13 @@ class MixOptionsTest(unittest.TestCase):
             with self.subTest(flags=flags), self.assertRaisesRegex(SystemExit, message):
                 check_training_options(args)
 
+    def test_a_resumed_run_ignores_a_missing_init_checkpoint(self):
+        with tempfile.TemporaryDirectory() as out:
+            open(os.path.join(out, "last.pt"), "wb").close()
+            args = train_transformer.parse_args(["--pair", "en-de", "--out", out, "--corpus", "broad",
+                                                 "--init", "/nonexistent/last.pt"])
+            check_training_options(args)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -63,7 +63,8 @@ def check_training_options(args):
             check_mix(args.multi30k_repeat, args.broad_share)
         except ValueError as e:
             raise SystemExit(str(e))
-    if getattr(args, "init", None) and not os.path.exists(args.init):
+    resuming = os.path.exists(os.path.join(args.out, "last.pt"))  # --init is then unused (initial_weights)
+    if getattr(args, "init", None) and not resuming and not os.path.exists(args.init):
         raise SystemExit(f"--init {args.init}: no such checkpoint")
 
 
