@@ -119,7 +119,10 @@ export function wasmUrl(build = engineBuild()) {
 async function importGlue(build) {
   const relocated = relocatedEngineFile(fileOf(build, 'mjs'));
   if (relocated) return import(/* webpackIgnore: true */ /* @vite-ignore */ relocated.href);
-  return build.threaded ? import('../dist/attnlab-mt.mjs') : import('../dist/attnlab.mjs');
+  if (!build.threaded) return import('../dist/attnlab.mjs');
+  // Bundlers see the threaded glue only as an asset URL: bundled as a module, its thread script's require() and
+  // importScripts() of expressions make webpack warn; it runs where that script is served beside it.
+  return import(/* webpackIgnore: true */ /* @vite-ignore */ new URL('../dist/attnlab-mt.mjs', import.meta.url).href);
 }
 
 /** The .wasm bytes from a file: URL (Node) or through the cached downloader. */
