@@ -1,7 +1,7 @@
 """The fine-tuning recipe: attnlab.data.mix (Multi30k repeated, a sampled share of the other broad pairs), batches
 over a chosen multiset of pairs, and attnlab.train.transformer --init / --multi30k-repeat / --broad-share end to end
-on a tiny corpus (weights taken from --init with a fresh schedule, the logged mix, a resumed run honouring a
-larger --epochs)."""
+on a tiny corpus (weights taken from --init, a checkpoint or a GGUF file, with a fresh schedule, the logged mix, a resumed run
+honouring a larger --epochs)."""
 import collections
 import contextlib
 import gc
@@ -15,6 +15,7 @@ import torch
 
 from attnlab.data.batching import make_batches
 from attnlab.data.mix import epoch_pairs, multi30k_flags
+from attnlab.gguf import transformer as transformer_gguf
 from attnlab.paths import ROOT
 from attnlab.train import transformer as train_transformer
 from attnlab.train.translator import check_training_options
@@ -154,6 +155,30 @@ class FineTuneRunTest(unittest.TestCase):
                          (2, resumed["state"]["global_step"]))
         for name, tensor in resumed["model"].items():
             self.assertTrue(torch.equal(tensor, stopped["model"][name]), name)
+
+    def test_init_from_a_gguf_file_takes_its_weights_and_this_runs_dropout(self):
+        base = self.train("base", "--epochs", "1")
+        exported = os.path.join(self.root, "base.f32.gguf")
+        transformer_gguf.write(os.path.join(self.root, "base", "last.pt"), "f32", exported, root=self.root)
+        tuned = self.train("ft", "--init", exported, "--lr", "0", "--warmup", "5", "--epochs", "1", "--dropout", "0.1")
+        for name, tensor in base["model"].items():
+            self.assertTrue(torch.equal(tensor, tuned["model"][name]), name)
+        self.assertEqual(tuned["config"], dict(base["config"], dropout=0.1))
+        self.assertEqual(tuned["meta"]["corpus"], "broad")
+        with open(os.path.join(self.root, "ft", "train.log"), encoding="utf-8") as f:
+            self.assertIn(f"weights from {exported}", f.read())
+
+    def test_init_from_a_gguf_file_of_another_pair_or_kind_is_refused(self):
+        self.train("base", "--epochs", "1")
+        exported = os.path.join(self.root, "base.f16.gguf")
+        transformer_gguf.write(os.path.join(self.root, "base", "last.pt"), "f16", exported, root=self.root)
+        with self.assertRaisesRegex(SystemExit, "en-de model"), contextlib.redirect_stdout(io.StringIO()):
+            train_transformer.main(["--pair", "de-en", "--corpus", "broad", "--out", os.path.join(self.root, "x"),
+                                    "--data-root", self.root, *self.tiny, "--init", exported])
+        speech = os.path.join(ROOT, "models", "weights", "speech-las.q8_0.gguf")
+        if os.path.exists(speech):
+            with self.assertRaisesRegex(SystemExit, "not a translator"), contextlib.redirect_stdout(io.StringIO()):
+                self.train("y", "--init", speech)
 
     def test_init_of_another_pair_is_refused(self):
         self.train("base", "--epochs", "1")

@@ -14,7 +14,8 @@ Recipe: label smoothing 0.1; Adam(0.9, 0.98, eps 1e-9); learning rate warm-up th
 token-bucketed batches (similar lengths together, at most --max-tokens padded tokens per side); gradient
 clipping at 1.0; dropout 0.3 (the data set is small: 29k pairs).
 Fine-tuning: --init CKPT starts from CKPT's weights and configuration (its dropout too) with a fresh optimizer and
-schedule (give it a lower --lr and a short --warmup); --multi30k-repeat / --broad-share set the epoch's data mix.
+schedule; --init FILE.gguf (attnlab.export's output, f16 is enough) does the same from a file, with --dropout, so
+training goes on from committed weights on a machine that has no checkpoint (give it a lower --lr and a short --warmup); --multi30k-repeat / --broad-share set the epoch's data mix.
 Why 2048-token batches and an 800-step warm-up: on CPU an epoch costs ~7 minutes per core whatever the batch, so
 what matters is progress per epoch; ~310 updates per epoch (4096 gives 155) and a warm-up of ~2.5 epochs (1000
 steps at 4096 took 6.5 epochs) reach a given loss in fewer epochs.

@@ -11,7 +11,9 @@ import torch.nn.functional as F
 
 from attnlab.data.batching import make_batches, pad_batch
 from attnlab.data.mix import check_mix, epoch_pairs, multi30k_flags
-from attnlab.data.pairs import encode_training_pairs, load_tokenizers, pair_paths, read_split
+from attnlab.data.pairs import PAIRS, encode_training_pairs, load_tokenizers, pair_paths, read_split
+from attnlab.gguf.common import TRAINING_CORPUS_KEY, is_gguf
+from attnlab.gguf.reader import read_gguf
 from attnlab.nn.decoding import PAD_ID
 from attnlab.paths import ROOT
 from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_freed_memory,
@@ -36,7 +38,8 @@ def add_training_options(p, max_tokens, max_len, epochs, patience, log_every):
     p.add_argument("--keep-epochs", type=int, default=5,
                    help="keep the model of the last N epochs as OUT/epoch-<n>.pt (attnlab.train.average)")
     p.add_argument("--init", help="fine-tune: start from this checkpoint's weights (its configuration, a fresh "
-                   "optimizer and schedule); ignored once OUT/last.pt exists, which resumes as always")
+                   "optimizer and schedule), or from a translator GGUF file's (its configuration with --dropout); "
+                   "ignored once OUT/last.pt exists, which resumes as always")
     p.add_argument("--multi30k-repeat", type=int, default=1,
                    help="--corpus broad: train each Multi30k pair this many times per epoch (attnlab.data.mix)")
     p.add_argument("--broad-share", type=float, default=1.0,
@@ -69,17 +72,33 @@ def check_training_options(args):
 
 
 def initial_weights(args, paths, log):
-    """The checkpoint named by --init (weights, configuration), checked to be a translator of the same pair and
+    """The checkpoint or GGUF file named by --init (weights, configuration), checked to be a translator of the same pair and
     tokenizers; None without --init. Only a fresh run uses it: a resumed one continues from OUT/last.pt."""
     if not getattr(args, "init", None):
         return None
-    ck = torch.load(args.init, map_location="cpu")
+    ck = checkpoint_from_gguf(args.init, args.dropout) if is_gguf(args.init) else torch.load(args.init, map_location="cpu")
     meta = ck.get("meta", {})
     if (meta.get("pair"), meta.get("corpus")) != (args.pair, paths["corpus"]):
         raise SystemExit(f"--init {args.init} is a {meta.get('pair')} model on {meta.get('corpus')}'s tokenizers, "
                          f"not {args.pair} on {paths['corpus']}'s")
     log(f"weights from {args.init} (epoch {ck.get('state', {}).get('epoch')}); fresh optimizer and schedule")
     return ck
+
+
+def checkpoint_from_gguf(path, dropout):
+    """A translator file written by attnlab.export -> the parts of a checkpoint that --init reads: its weights
+    (f16/q8_0 dequantized), its configuration with this run's dropout (files do not record one), its pair and
+    training corpus. Checkpoints live outside the repository and may be gone; a committed file carries the
+    weights from one machine to the next (the optimizer's moments do not travel: --init starts a fresh one)."""
+    from attnlab.gguf import bahdanau, transformer  # noqa: PLC0415  (the GGUF schemas import the models)
+    meta = {key: value for key, _, value in read_gguf(path)[1]}
+    family = {bahdanau.ARCH: bahdanau, transformer.ARCH: transformer}.get(meta.get("general.architecture"))
+    if family is None:
+        raise SystemExit(f"--init {path}: a {meta.get('general.architecture')!r} file, not a translator")
+    model, pair = family.load(path)
+    corpus = meta.get(TRAINING_CORPUS_KEY) or PAIRS[pair][0]
+    return {"model": model.state_dict(), "config": dict(model.cfg.to_dict(), dropout=dropout),
+            "meta": {"pair": pair, "corpus": corpus}, "state": {"epoch": "unknown (a GGUF file)"}}
 
 
 def start_training(args):
