@@ -91,8 +91,8 @@ export function engineBuild(threads = env.threads) {
   const isolated = !isNode && globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
   const relocatedWithout = typeof env.wasmPaths === 'object' && env.wasmPaths !== null && !(env.wasmPaths instanceof URL) &&
     !env.wasmPaths.threadedMjs;
-  // 'auto' stays on the single-thread build until the threaded one reports a bad model file's own error (it gives
-  // "unknown engine error" for every load failure) and measures faster than one thread on a busy 2-core machine.
+  // 'auto' stays on the single-thread build until the threaded one measures faster than one thread on a busy
+  // 2-core machine.
   if (!isolated || relocatedWithout || !Number.isInteger(threads) || threads < 2 || !sameOriginThreadWorker()) return single;
   return { threaded: true, threads };
 }
