@@ -1,11 +1,13 @@
-// The threaded wasm build (web/dist/attnlab-mt.*) on bad input, in headless
+// The threaded wasm build (web/dist/attnlab-mt.*) on bad input and on a change of env.threads, in headless
 // Chromium (Node runs only the single-thread build: tests/js/threads.test.mjs), on a page served with the app's
 // COOP/COEP headers so that it is cross-origin isolated:
 // - bad model files (wrong magic, cut at every part of the file, a tokenizer instead of a model, a tensor of the
 //   wrong shape) and an engine-side call error give the same message and code from the threaded build as from the
 //   single-thread build, in the page and in the module's worker;
 // - the bad-input matrix that tests/js/bad_input.test.mjs runs in Node (bad_input_cases.mjs) passes against the
-//   threaded build in the page's own realm.
+//   threaded build in the page's own realm;
+// - env.threads changed between loads: each worker model starts the build asked for then, and a realm whose engine
+//   is running refuses another build with BAD_OPTIONS (and works again once env.threads is set back).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -151,3 +153,49 @@ for (const name of Object.keys(cases)) {
     if (result?.todo) t.todo(result.todo);
   });
 }
+
+// Worker models loaded one after another with env.threads set to each of `sequence` before its load, then this
+// realm's own engine started with 2 threads and asked for 1.
+async function changeThreads(sequence) {
+  return inIsolatedPage(async ({ sequence, probe }) => {
+    const lib = await import('/lib/index.mjs');
+    const translator = new Uint8Array(await (await fetch('/models/weights/translator.gguf')).arrayBuffer());
+    const outcome = (promise) => promise.then((value) => value, (error) => ({ code: error.code, message: error.message }));
+    const workers = [];
+    for (const threads of sequence) {
+      lib.env.threads = threads;
+      workers.push(await outcome(lib.loadModel(translator.slice()).then(async (model) => {
+        const { text } = await model.translate(probe);
+        model.terminate();
+        return { threads, inWorker: model.inWorker, text };
+      })));
+    }
+    lib.env.threads = 2;
+    const started = await lib.engineInfo();
+    lib.env.threads = 1;
+    const refusedInfo = await outcome(lib.engineInfo());
+    const refusedLoad = await outcome(lib.loadModel(translator.slice(), { useWorker: false }));
+    lib.env.threads = 2;
+    const direct = await lib.loadModel(translator.slice(), { useWorker: false });
+    const again = { info: await lib.engineInfo(), text: (await direct.translate(probe)).text };
+    direct.terminate();
+    return { workers, started, refusedInfo, refusedLoad, again };
+  }, { sequence, probe: PROBE });
+}
+
+test('env.threads changed after an engine loaded: worker models follow it; the running realm refuses with BAD_OPTIONS', { timeout: 300_000 }, async () => {
+  for (const sequence of [[2, 1, 3], [1, 2]]) {
+    const { result, consoleLines } = await changeThreads(sequence);
+    result.workers.forEach((worker, i) => {
+      assert.deepEqual(worker, { threads: sequence[i], inWorker: true, text: expected[PROBE] }, `load ${i} of ${sequence}`);
+    });
+    assert.deepEqual(fallbackNotes(consoleLines), [], `${sequence}: every threaded worker started the threaded build`);
+    assert.equal(result.started.build, 'threaded');
+    for (const refused of [result.refusedInfo, result.refusedLoad]) {
+      assert.equal(refused.code, 'ATTNLAB_BAD_OPTIONS', JSON.stringify(refused));
+      assert.match(refused.message, /^attnlab: env\.threads is now 1, which picks the single-thread build, but this realm's engine was started for the threaded build on 2 threads/);
+    }
+    assert.equal(result.again.info.build, 'threaded');
+    assert.equal(result.again.text, expected[PROBE]);
+  }
+});

@@ -41,6 +41,22 @@ test('env.threads other than auto or 1..16 is refused when the engine loads', as
   assert.deepEqual(engineBuild('auto'), { threaded: false, threads: 1 });  // Node
 });
 
+test('a bad env.threads: loadModel() and engineInfo() reject with BAD_OPTIONS, and work once it is set right', async () => {
+  const before = env.threads;
+  try {
+    for (const bad of [0, 17, 'two']) {
+      env.threads = bad;
+      const refused = { code: 'ATTNLAB_BAD_OPTIONS', message: /^attnlab: env\.threads must be 'auto' or a whole number from 1 to 16/ };
+      await assert.rejects(loadModel(requireModel()), refused, String(bad));
+      await assert.rejects(engineInfo(), refused, String(bad));
+    }
+    env.threads = 2;  // Node: the single-thread build, the one already running here
+    assert.equal((await engineInfo()).build, 'single-thread');
+  } finally {
+    env.threads = before;
+  }
+});
+
 function cli(args, threads) {
   return execFileSync(CLI, args, { encoding: 'utf8', env: { ...process.env, ATTNLAB_THREADS: String(threads) } });
 }

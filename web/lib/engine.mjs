@@ -12,9 +12,11 @@
 // In Node the .wasm is read from disk and handed over as bytes, since Emscripten 3.1.6's web loader cannot fetch
 // file paths; in a browser it is fetched through the Cache API, so a second visit needs no network.
 
+import { AttnlabError, ERROR_CODES } from './errors.mjs';
+
 /**
  * Where the engine files are. Set before the first loadModel()/loadEngine() (later changes apply to engines and
- * workers started after them).
+ * workers started after them: a model loaded in a worker, the default in browsers, starts its own engine).
  *   wasmPaths:  a folder URL (string or URL, relative to the page) holding attnlab.mjs and attnlab.wasm, or
  *               { mjs, wasm } with each file's URL; unset: the copies next to this module (or the bundler's).
  *   workerUrl:  the module worker script (web/lib/worker.mjs, or attnlab/worker built by a bundler);
@@ -22,7 +24,8 @@
  *   modelsBase: where loadModel('name') finds models/manifest.json and the weights it lists (models.mjs).
  *   threads:    'auto' (unset) and 1: the single-thread build; 2..16: the threaded build with that many threads
  *               where it can run (a cross-origin isolated realm), else the single-thread build. engineInfo() says which runs
- *               ({ build: 'threaded' | 'single-thread', threads, maxThreads }).
+ *               ({ build: 'threaded' | 'single-thread', threads, maxThreads }). Read when an engine starts: a realm
+ *               whose engine is running refuses (BAD_OPTIONS) a value that would pick another build or thread count.
  */
 export const env = { wasmPaths: undefined, workerUrl: undefined, modelsBase: undefined, threads: undefined };
 
@@ -86,7 +89,8 @@ const kMaxThreads = 16;
 export function engineBuild(threads = env.threads) {
   const single = { threaded: false, threads: 1 };
   if (threads !== undefined && threads !== 'auto' && !(Number.isInteger(threads) && threads >= 1 && threads <= kMaxThreads)) {
-    throw new Error(`attnlab: env.threads must be 'auto' or a whole number from 1 to ${kMaxThreads}, got ${threads}`);
+    throw new AttnlabError(ERROR_CODES.BAD_OPTIONS,
+                           `attnlab: env.threads must be 'auto' or a whole number from 1 to ${kMaxThreads}, got ${threads}`);
   }
   const isolated = !isNode && globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
   const relocatedWithout = typeof env.wasmPaths === 'object' && env.wasmPaths !== null && !(env.wasmPaths instanceof URL) &&
@@ -136,6 +140,7 @@ export async function readWasm(url = wasmUrl()) {
 }
 
 let enginePromise = null;
+let engineStartedAs = null;  // the engineBuild() enginePromise was started for
 
 // The threaded module waits for its thread workers to load; one that cannot (its script missing, refused by a CSP,
 // another origin) is reported only through printErr, and the module would never resolve: that, or a synchronous
@@ -156,28 +161,48 @@ async function instantiateThreaded(build, wasmBinary) {
   });
 }
 
-async function instantiate(options = {}) {
-  const build = engineBuild();
+// options.wasmBinary: the .wasm bytes of the build options.threaded names (left out: the build engineBuild()
+// picks), used only for that build; a .wasm of the other build would fail to link.
+async function instantiate(build, options = {}) {
+  const bytesFor = (candidate) => (options.wasmBinary && (options.threaded ?? build.threaded) === candidate.threaded
+    ? options.wasmBinary : undefined);
   if (build.threaded) {
     try {
-      return await instantiateThreaded(build, options.wasmBinary ?? await readWasm(wasmUrl(build)));
+      return await instantiateThreaded(build, bytesFor(build) ?? await readWasm(wasmUrl(build)));
     } catch (error) {
       console.info(`attnlab: the threaded engine did not start (${error?.message ?? error}); running the single-thread build`);
     }
   }
   const single = { threaded: false, threads: 1 };
-  const given = build.threaded ? undefined : options.wasmBinary;  // bytes of the threaded build do not fit this one
   const { default: createAttnlabModule } = await importGlue(single);
-  return createAttnlabModule({ wasmBinary: given ?? await readWasm(wasmUrl(single)) });
+  return createAttnlabModule({ wasmBinary: bytesFor(single) ?? await readWasm(wasmUrl(single)) });
 }
 
-/** The engine module (a singleton per realm). Rejects with a message if the wasm cannot be loaded. */
+const describeBuild = ({ threaded, threads }) =>
+  (threaded ? `the threaded build on ${threads} threads` : 'the single-thread build');
+
+/**
+ * The engine module (a singleton per realm). Rejects with a message if the wasm cannot be loaded, and with
+ * BAD_OPTIONS when env.threads now picks another build or thread count than the engine this realm started.
+ */
 export function loadEngine(options) {
+  let build;
+  try {
+    build = engineBuild();
+  } catch (error) {
+    return Promise.reject(error);
+  }
   if (!enginePromise) {
-    enginePromise = instantiate(options).catch((error) => {
+    engineStartedAs = build;
+    enginePromise = instantiate(build, options).catch((error) => {
       enginePromise = null;
       throw new Error(`attnlab: could not load the wasm engine: ${error?.message ?? error}`);
     });
+  } else if (build.threaded !== engineStartedAs.threaded || build.threads !== engineStartedAs.threads) {
+    return Promise.reject(new AttnlabError(ERROR_CODES.BAD_OPTIONS,
+      `attnlab: env.threads is now ${env.threads}, which picks ${describeBuild(build)}, but this realm's engine ` +
+      `was started for ${describeBuild(engineStartedAs)}: one engine runs per realm, so set env.threads before ` +
+      'the first loadModel() or engineInfo() here (a model loaded in a worker starts an engine of its own)'));
   }
   return enginePromise;
 }

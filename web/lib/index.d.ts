@@ -441,7 +441,11 @@ export const env: {
   workerUrl: string | URL | undefined;
   /** The folder holding models/manifest.json for loadModel(name) ("{name}" replaced by the name). */
   modelsBase: string | URL | undefined;
-  /** 'auto' (unset) and 1: the single-thread engine; 2..16: the threaded engine where the realm is cross-origin isolated. */
+  /**
+   * 'auto' (unset) and 1: the single-thread engine; 2..16: the threaded engine where the realm is cross-origin
+   * isolated. Read when an engine starts: worker models loaded after a change follow it; a realm whose engine is
+   * running refuses a value that picks another build or thread count (ATTNLAB_BAD_OPTIONS).
+   */
   threads: 'auto' | number | undefined;
 };
 

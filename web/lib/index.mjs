@@ -9,7 +9,7 @@
 // worker_threads Worker with useWorker: true. Either way every method returns a promise, calls on one model run one
 // at a time in call order, an AbortSignal cancels a call, and every error is a rejected promise with an AttnlabError
 // (errors.mjs: a stable `code` and a message starting with "attnlab: ").
-import { absoluteWasmPaths, callEngine, env, importNodeBuiltin, isNode, loadEngine as loadEngineModule, startEngineWorker, wasmUrl } from './engine.mjs';
+import { absoluteWasmPaths, callEngine, engineBuild, env, importNodeBuiltin, isNode, loadEngine as loadEngineModule, startEngineWorker, wasmUrl } from './engine.mjs';
 import { asBytes, createEngineModel, validateCaptionOptions, validateTranslate, wrongTaskError } from './core.mjs';
 import { AttnlabError, ERROR_CODES, abortError, checkSignal, deserializeError, throwIfAborted, toAttnlabError } from './errors.mjs';
 import { checkBitmap, isImageBitmap, toPixels } from './image.mjs';
@@ -55,17 +55,19 @@ function loadError(error, signal) {
   return toAttnlabError(error, ERROR_CODES.LOAD_FAILED);
 }
 
-// The wasm bytes for workers, through the cached downloader so a second visit works offline (shared by every
-// load, so no one caller's abort signal applies to it).
-let wasmBytesPromise = null;
-function wasmBytes() {
-  if (!wasmBytesPromise) {
-    wasmBytesPromise = downloadBytes(wasmUrl()).then(({ bytes }) => bytes, (error) => {
-      wasmBytesPromise = null;
+// The .wasm bytes of each build (engine.mjs engineBuild) for workers, through the cached downloader so a second
+// visit works offline (shared by every load, so no one caller's abort signal applies to it). Kept per build: a
+// worker started after env.threads changed needs the other build's .wasm.
+const wasmBytesPromises = new Map();
+function wasmBytes(build) {
+  const url = wasmUrl(build).href;
+  if (!wasmBytesPromises.has(url)) {
+    wasmBytesPromises.set(url, downloadBytes(url).then(({ bytes }) => bytes, (error) => {
+      wasmBytesPromises.delete(url);
       throw error;
-    });
+    }));
   }
-  return wasmBytesPromise;
+  return wasmBytesPromises.get(url);
 }
 
 function isLocalPath(source) {
@@ -470,13 +472,16 @@ async function loadModelOrThrow(source, options) {
     source = url;
     options = { ...options, sha256, bytes };
   }
+  // The engine this model gets, fixed now: a worker restarted later (after an abort) starts the same one.
+  const threads = env.threads;
+  const build = engineBuild(threads);
   const { bytes, fromCache } = await fetchModelBytes(source, options);
   throwIfAborted(options.signal, 'loading the model');
-  if (useWorker && !isNode) await wasmBytes();  // first, so a failed engine download leaves no worker behind
+  if (useWorker && !isNode) await wasmBytes(build);  // first, so a failed engine download leaves no worker behind
   const first = !useWorker ? null : isNode ? await startNodeWorker() : await startEngineWorker();
   if (!first) {
-    const wasmBinary = isNode ? undefined : await wasmBytes();
-    return new DirectModel(await createEngineModel(bytes, { wasmBinary }), fromCache);
+    await loadEngineModule(isNode ? undefined : { wasmBinary: await wasmBytes(build), threaded: build.threaded });
+    return new DirectModel(await createEngineModel(bytes), fromCache);
   }
   let spawned = false;
   const spawn = async () => {
@@ -489,8 +494,8 @@ async function loadModelOrThrow(source, options) {
   // Each worker gets its own copies of the weights and the wasm (transferred); `bytes` stays here for a restart.
   const loadArgs = async () => {
     const payload = bytes.slice();
-    const wasmBinary = isNode ? undefined : (await wasmBytes()).slice();
-    return { args: { bytes: payload, wasmBinary, wasmPaths: absoluteWasmPaths(), threads: env.threads },
+    const wasmBinary = isNode ? undefined : (await wasmBytes(build)).slice();
+    return { args: { bytes: payload, wasmBinary, wasmThreaded: build.threaded, wasmPaths: absoluteWasmPaths(), threads },
              transfer: wasmBinary ? [payload.buffer, wasmBinary.buffer] : [payload.buffer] };
   };
   const model = new WorkerModel(spawn, loadArgs);

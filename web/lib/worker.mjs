@@ -1,12 +1,13 @@
 // The engine inside a module Web Worker: one model per worker. Messages in: { id, method, args }, methods
-// "load" { bytes, wasmBinary } (-> { info, limits }), "translate" { text (or an array of texts), options }, "caption" { image:
-// ImageBitmap | { data, width, height }, options }, "dispose", and the diagnostic "memoryStats" {} (-> { wasmBytes,
-// mallocBytes }, for scripts/soak.mjs). Messages out: { id, result } or { id, error: { name, code, message } } (an
-// AttnlabError, rebuilt by errors.mjs's deserializeError). Requests run one after another in arrival order; the
-// module sends the next one only when the last is answered, so an aborted call can stop the worker without losing
-// queued ones. The same protocol runs in a Node worker_threads Worker (node_worker.mjs).
+// "load" { bytes, wasmBinary, wasmThreaded, wasmPaths, threads } (-> { info, limits }), "translate" { text (or an
+// array of texts), options }, "caption" { image: ImageBitmap | { data, width, height }, options }, "dispose", and
+// the diagnostic "memoryStats" {} (-> { wasmBytes, mallocBytes }, for scripts/soak.mjs). Messages out: { id,
+// result } or { id, error: { name, code, message } } (an AttnlabError, rebuilt by errors.mjs's deserializeError).
+// Requests run one after another in arrival order; the module sends the next one only when the last is answered,
+// so an aborted call can stop the worker without losing queued ones. The same protocol runs in a Node
+// worker_threads Worker (node_worker.mjs).
 import { createEngineModel } from './core.mjs';
-import { env } from './engine.mjs';
+import { env, loadEngine } from './engine.mjs';
 import { isImageBitmap, pixelsFromBitmap } from './image.mjs';
 import { serializeError } from './errors.mjs';
 
@@ -14,11 +15,12 @@ let model = null;
 let queue = Promise.resolve();
 
 const methods = {
-  async load({ bytes, wasmBinary, wasmPaths, threads }) {
+  async load({ bytes, wasmBinary, wasmThreaded, wasmPaths, threads }) {
     if (model) throw new Error('attnlab: this worker already holds a model');
     if (wasmPaths) env.wasmPaths = wasmPaths;  // the page's setting: where the glue is
-    env.threads = threads;  // and which build: wasmBinary is the one the page chose (engine.mjs engineBuild)
-    model = await createEngineModel(bytes, { wasmBinary });
+    env.threads = threads;  // and which build; wasmBinary is the .wasm of the build the page chose (wasmThreaded)
+    await loadEngine(wasmBinary ? { wasmBinary, threaded: wasmThreaded } : undefined);
+    model = await createEngineModel(bytes);
     return { info: model.info, limits: model.limits };
   },
   translate({ text, options }) {
