@@ -8,6 +8,7 @@ import { drawHeatmap, drawHeatmapTools } from '/app/widgets/heatmap.mjs';
 import { entropyBits } from '/app/widgets/figure.mjs';
 import { clipInput, splitSentences } from '/app/widgets/text.mjs';
 import { publish, restoreFor } from '/app/share.mjs';
+import { fillBeamOptions } from '/app/widgets/model_controls.mjs';
 
 const COMPARE_ARCHS = [
   ['luong-dot', 'dot'], ['luong-general', 'general'], ['bahdanau', 'additive'], ['cosine', 'cosine'],
@@ -42,6 +43,7 @@ export function setupCompare({ entries, getModel, available }) {
   const grid = byId('compare-grid');
   const input = byId('compare-input');
   const beamSelect = byId('compare-beam');
+  fillBeamOptions(beamSelect, [1, 2, 4, 8], 4);
   const cards = COMPARE_ARCHS.map(([arch, score]) => ({ arch, score, entry: compareEntry(entries, arch) }));
   let runs = 0;
   let shown = false;  // a comparison is on screen (a model or beam change reruns it)

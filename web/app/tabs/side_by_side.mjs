@@ -10,6 +10,7 @@ import { drawHeatmap, drawHeatmapTools } from '/app/widgets/heatmap.mjs';
 import { drawBeamTree } from '/app/widgets/decoding.mjs';
 import { clipInput, splitSentences } from '/app/widgets/text.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
+import { modelControls } from '/app/widgets/model_controls.mjs';
 import { publish, restoreFor } from '/app/share.mjs';
 
 export const PAIR_SAMPLES = [
@@ -103,8 +104,17 @@ export function summarize(mode, a, b) {
          (same ? 'The wider search found the same translation.' : 'The wider search found a translation greedy decoding missed.');
 }
 
-/** entries: the manifest's translators. */
+// One side's card: its label, model and sentence, the output, the heatmap, its export bar and (beam mode) the tree.
+const sideCard = (id) => el('article', { className: 'compare-card', attrs: { id, 'data-testid': id } }, [
+  el('h3'), el('p', { className: 'muted small pair-meta' }), el('p', { className: 'output small-output' }),
+  el('div', { className: 'heatmap-scroll' }, [el('div', { className: 'heatmap compact' })]),
+  el('div', { className: 'figure-tools' }), el('div', { className: 'beam-tree', attrs: { hidden: '' } }),
+]);
+
+/** entries: the manifest's translators. Builds the tab's pickers and cards (index.html holds their places). */
 export function setupSideBySide({ entries, getModel, available }) {
+  byId('pair-controls').replaceWith(...modelControls('pair', { modelLabel: 'Model', beams: [1, 2, 4, 8], beam: 4 }));
+  byId('pair-grid').replaceChildren(sideCard('pair-a'), sideCard('pair-b'));
   const pickable = entries.filter((entry) => entry.group !== COMPARE_GROUP && entry.dtype !== 'f16');
   const select = byId('pair-model');
   const beamSelect = byId('pair-beam');

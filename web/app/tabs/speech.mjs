@@ -7,6 +7,7 @@
 import { matrixRow } from '/lib/index.mjs';
 import { byId, el, showError as showErrorIn, statusLine, createModelLoader } from '/app/ui.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
+import { modelControls } from '/app/widgets/model_controls.mjs';
 import { enableTab } from '/app/widgets/tablist.mjs';
 
 const SAMPLES_URL = '/app/samples/speech/speech.json';
@@ -58,24 +59,13 @@ function ensureModel() {
 // ---------------------------------------------------------------- panel
 
 function buildPanel(panel) {
-  const beamSelect = el('select', { attrs: { id: 'sp-beam', 'data-testid': 'sp-beam' } },
-                        [1, 2, 4, 8].map((b) => el('option', { text: b === 1 ? '1 (greedy)' : String(b), attrs: { value: String(b) } })));
-  beamSelect.value = '4';
   panel.append(
     el('p', { className: 'lead', text: 'Listen, Attend and Spell: the encoder turns the audio into frames of 40 ms, and ' +
       'the decoder attends to them before writing each character, its attention nudged forward by where it ' +
       'looked last (location-aware attention). Speak, or drop a recording: under the spectrogram each row is a ' +
       'character, lit where it listened. The shipped model is an interim one, trained here for a few hours: ' +
       'it makes many mistakes (models/speech-las.md has its numbers), but its alignment is already visible.' }),
-    el('div', { className: 'controls' }, [
-      el('label', { className: 'field' }, [el('span', { text: 'Recognizer' }),
-        el('select', { attrs: { id: 'sp-model', 'data-testid': 'sp-model' } })]),
-      el('label', { className: 'field narrow' }, [el('span', { text: 'Beam width' }), beamSelect]),
-    ]),
-    el('div', { className: 'model-status', attrs: { id: 'sp-status', 'data-testid': 'sp-status', role: 'status', 'aria-live': 'polite' } }, [
-      el('progress', { attrs: { id: 'sp-progress', max: '1', value: '0', 'aria-label': 'Model download', hidden: '' } }),
-      el('span', { attrs: { id: 'sp-status-text' } }),
-    ]),
+    ...modelControls('sp', { modelLabel: 'Recognizer', beams: [1, 2, 4, 8], beam: 4 }),
     el('div', { className: 'cap-drop', attrs: { id: 'sp-drop', 'data-testid': 'sp-drop' } }, [
       el('button', { className: 'primary', text: '● Record', attrs: { id: 'sp-record', type: 'button', 'data-testid': 'sp-record' } }),
       el('button', { className: 'chip', text: '■ Stop', attrs: { id: 'sp-stop', type: 'button', 'data-testid': 'sp-stop', hidden: '' } }),
