@@ -10,9 +10,8 @@ import assert from 'node:assert/strict';
 import { loadModel } from '../../web/lib/index.mjs';
 import { offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
+import { R, WIDTHS, close, isPhone, newPage as newPageOf, pageFits, row, runSelfAttention } from './page_helpers.mjs';
 
-const R = new URL('../../', import.meta.url).pathname;
-const WIDTHS = [{ width: 1280, height: 800 }, { width: 390, height: 844 }];
 const PAIR = ["The animal didn't cross the street because it was too tired.",
               "The animal didn't cross the street because it was too wide."];
 const SMALL = 'models/weights/additive-small-en-de';
@@ -44,21 +43,10 @@ after(async () => {
   await site?.close();
 });
 
-const row = (m, i) => Array.from(m.data.subarray(i * m.cols, (i + 1) * m.cols));
 const head = (t, l, h) => ({ rows: t.rows, cols: t.cols, data: t.data.subarray((l * t.heads + h) * t.rows * t.cols, (l * t.heads + h + 1) * t.rows * t.cols) });
-const close = (a, b, what, tolerance = 1e-4) => assert.ok(Math.abs(a - b) <= tolerance, `${what}: ${a} vs ${b}`);
 const minus = (x) => (x < 0 ? `−${(-x).toFixed(2)}` : x.toFixed(2));
 
-async function newPage(viewport) {
-  const page = await context.newPage();
-  await page.setViewportSize(viewport);
-  const errors = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  page.on('console', (message) => { if (message.type() === 'error') errors.push(message.text()); });
-  return { page, errors };
-}
-
-const pageFits = (page) => page.evaluate(() => document.scrollingElement.scrollWidth <= window.innerWidth);
+const newPage = (viewport) => newPageOf(context, viewport);
 
 // Runs the Compare tab in a mode and waits for the two sides.
 async function compare(page, mode) {
@@ -73,7 +61,7 @@ async function compare(page, mode) {
 }
 
 for (const viewport of WIDTHS) {
-  const phone = viewport.width < 600;
+  const phone = isPhone(viewport);
   test(`compare at ${viewport.width}×${viewport.height}: two sentences, two formats, two beams, the module's numbers`, async () => {
     const { page, errors } = await newPage(viewport);
     await page.goto(`${origin}/#tab=compare`);
@@ -137,15 +125,9 @@ for (const viewport of WIDTHS) {
 
   test(`neuron view at ${viewport.width}×${viewport.height}: q·k ÷ √d_k is the engine's raw score, its softmax the weight`, async () => {
     const { page, errors } = await newPage(viewport);
-    await page.goto(`${origin}/`);
-    await page.waitForFunction(() => !document.getElementById('tab-btn-selfattention').disabled);
-    await page.getByRole('tab', { name: 'Self-attention' }).click();
-    await page.locator('#sa-run:not([disabled])').waitFor({ timeout: 30_000 });
     const text = 'A dog runs on the beach.';
-    await page.fill('#sa-input', text);
-    await page.click('#sa-run');
     const t = await modules.tf.translate(text, { beam: 4, queryKey: true });
-    await page.waitForFunction((out) => document.getElementById('sa-output').textContent === out, t.text, { timeout: 30_000 });
+    await runSelfAttention(page, origin, text, t.text);
 
     const heads = t.encoderSelfAttention.heads;
     const layer = t.encoderSelfAttention.layers - 1;

@@ -6,15 +6,13 @@
 // wider than a phone.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 
 import { loadModel } from '../../web/lib/index.mjs';
 import { offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
+import { R, WIDTHS, close, copiedJson, downloadOf, isPhone, newPage as newPageOf, pageFits, row, tap } from './page_helpers.mjs';
 
-const R = new URL('../../', import.meta.url).pathname;
 const SENTENCE = 'A dog runs.';
-const WIDTHS = [{ width: 1280, height: 800 }, { width: 390, height: 844 }];
 
 let site;
 let origin;
@@ -45,51 +43,17 @@ after(async () => {
   await site?.close();
 });
 
-const row = (m, i) => Array.from(m.data.subarray(i * m.cols, (i + 1) * m.cols));
 const path = (tree) => {
   const out = [];
   for (let n = tree.winner; n >= 0; n = tree.nodes[n].parent) out.unshift(n);
   return out;
 };
-const close = (a, b, what, tolerance = 1e-4) => assert.ok(Math.abs(a - b) <= tolerance, `${what}: ${a} vs ${b}`);
 const minus = (x) => (x < 0 ? `−${(-x).toFixed(3)}` : x.toFixed(3));
 
-async function newPage(viewport) {
-  const page = await context.newPage();
-  await page.setViewportSize(viewport);
-  const errors = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  page.on('console', (message) => { if (message.type() === 'error') errors.push(message.text()); });
-  return { page, errors };
-}
-
-async function tap(page, locator) {
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 1 });
-  await locator.scrollIntoViewIfNeeded();
-  const box = await locator.boundingBox();
-  const point = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
-  await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [point] });
-  await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
-  await cdp.detach();
-}
-
-async function downloadOf(page, button) {
-  const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
-  return { name: download.suggestedFilename(), bytes: await readFile(await download.path()) };
-}
-
-async function copiedJson(page, scope) {
-  await page.locator(`${scope} [data-testid="export-json"]`).click();
-  await page.waitForFunction((s) => /copied/.test(document.querySelector(`${s} .export-status`).textContent), scope);
-  return JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
-}
-
-// The page is no wider than the viewport (a wide tree scrolls inside its own box).
-const pageFits = (page) => page.evaluate(() => document.scrollingElement.scrollWidth <= window.innerWidth);
+const newPage = (viewport) => newPageOf(context, viewport);
 
 for (const viewport of WIDTHS) {
-  const phone = viewport.width < 600;
+  const phone = isPhone(viewport);
   test(`translate step by step at ${viewport.width}×${viewport.height}: the row is the heatmap's, the tree is the module's`, async () => {
     const { page, errors } = await newPage(viewport);
     await page.goto(`${origin}/`);

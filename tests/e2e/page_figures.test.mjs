@@ -7,16 +7,14 @@
 // offers Retry; the tab strip scrolls on a phone with a cue.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { inflateSync } from 'node:zlib';
 
 import { loadModel } from '../../web/lib/index.mjs';
 import { offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
+import { R, WIDTHS, copiedJson, downloadOf, isPhone, newPage as newPageOf, row, runSelfAttention, tap } from './page_helpers.mjs';
 
-const R = new URL('../../', import.meta.url).pathname;
 const SENTENCE = 'A dog runs.';
-const WIDTHS = [{ width: 1280, height: 800 }, { width: 390, height: 844 }];
 
 let site;
 let origin;
@@ -55,7 +53,6 @@ after(async () => {
   await site?.close();
 });
 
-const row = (m, i) => Array.from(m.data.subarray(i * m.cols, (i + 1) * m.cols));
 const entropy = (weights) => weights.reduce((h, w) => (w > 0 ? h - w * Math.log2(w) : h), 0);
 const rank = (weights, j) => 1 + weights.filter((w) => w > weights[j]).length;
 
@@ -68,26 +65,7 @@ function assertCellTip(text, t, i, j) {
   assert.match(text, new RegExp(`row entropy ${entropy(weights).toFixed(2)} bits`), text);
 }
 
-async function newPage(viewport) {
-  const page = await context.newPage();
-  await page.setViewportSize(viewport);
-  const errors = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  page.on('console', (message) => { if (message.type() === 'error') errors.push(message.text()); });
-  return { page, errors };
-}
-
-// A real touch tap (touch events, pointerType "touch", then the click) at the middle of locator.
-async function tap(page, locator) {
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 1 });
-  await locator.scrollIntoViewIfNeeded();
-  const box = await locator.boundingBox();
-  const point = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
-  await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [point] });
-  await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
-  await cdp.detach();
-}
+const newPage = (viewport) => newPageOf(context, viewport);
 
 async function translate(page, text) {
   await page.locator('#translate-run:not([disabled])').waitFor({ timeout: 30_000 });
@@ -119,11 +97,6 @@ function assertPngDecodes(bytes) {
   return header;
 }
 
-async function downloadOf(page, button) {
-  const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
-  return { name: download.suggestedFilename(), bytes: await readFile(await download.path()) };
-}
-
 const svgShape = (page, text) => page.evaluate((svg) => {
   const doc = new DOMParser().parseFromString(svg, 'image/svg+xml');
   return { error: doc.querySelector('parsererror')?.textContent ?? null, root: doc.documentElement.nodeName,
@@ -144,7 +117,7 @@ const contrast = (page, selector, property) => page.evaluate(([sel, prop]) => {
 }, [selector, property]);
 
 for (const viewport of WIDTHS) {
-  const phone = viewport.width < 600;
+  const phone = isPhone(viewport);
   test(`translate at ${viewport.width}×${viewport.height}: tooltips, keyboard, legend, export, URL, errors, notices, reruns`, async () => {
     const { page, errors } = await newPage(viewport);
     await page.goto(`${origin}/`);
@@ -192,9 +165,7 @@ for (const viewport of WIDTHS) {
     assert.equal(shape.error, null);
     assert.equal(shape.root, 'svg');
     assert.ok(shape.rects >= t.attention.rows * t.attention.cols, `${shape.rects} rects`);
-    await page.locator('#translate-tools [data-testid="export-json"]').click();
-    await page.waitForFunction(() => /copied/.test(document.querySelector('#translate-tools .export-status').textContent));
-    const json = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+    const json = await copiedJson(page, '#translate-tools');
     assert.deepEqual(json.targetTokens, t.targetTokens);
     assert.ok(Math.abs(json.attention[1][2] - row(t.attention, 1)[2]) < 1e-4);
     assert.ok(Math.abs(json.scores[0][0] - row(t.scores, 0)[0]) < 1e-4);
@@ -304,15 +275,9 @@ test('a failed download offers Retry, and Retry loads the model', async () => {
 for (const viewport of WIDTHS) {
   test(`self-attention, score functions and engine at ${viewport.width}×${viewport.height}: line numbers, legends, exports, URL`, async () => {
     const { page, errors } = await newPage(viewport);
-    await page.goto(`${origin}/`);
-    await page.waitForFunction(() => !document.getElementById('tab-btn-selfattention').disabled);
-    await page.getByRole('tab', { name: 'Self-attention' }).click();
-    await page.locator('#sa-run:not([disabled])').waitFor({ timeout: 30_000 });
     const text = 'A dog runs on the beach.';
-    await page.fill('#sa-input', text);
-    await page.click('#sa-run');
     const t = await modules.tf.translate(text, { beam: 1 });
-    await page.waitForFunction((out) => document.getElementById('sa-output').textContent === out, t.text, { timeout: 30_000 });
+    await runSelfAttention(page, origin, text, t.text);
 
     // Keyboard: pick query 1 (down twice from none), then walk its lines: the tooltip has every head's weight.
     await page.getByTestId('sa-canvas').focus();
@@ -405,9 +370,7 @@ for (const viewport of WIDTHS) {
     await page.locator('#cap-result:not([hidden])').waitFor({ timeout: 30_000 });
 
     // The engine's numbers, through the JSON export (the clipboard).
-    await page.locator('#cap-tools [data-testid="export-json"]').click();
-    await page.waitForFunction(() => /copied/.test(document.querySelector('#cap-tools .export-status').textContent));
-    const json = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+    const json = await copiedJson(page, '#cap-tools');
     assert.equal(json.text, await page.getByTestId('cap-output').getAttribute('data-text'));
     const cells = json.gridHeight * json.gridWidth;
     assert.equal(json.attention.length, json.tokens.length);
@@ -425,7 +388,7 @@ for (const viewport of WIDTHS) {
     const k = (json.gridHeight - 1) * json.gridWidth + 1;
     const weights = json.attention[sharpest];
     const tip = page.getByTestId('figure-tip');
-    for (const how of ['focus', phoneOr(viewport, 'tap', 'hover')]) {
+    for (const how of ['focus', isPhone(viewport) ? 'tap' : 'hover']) {
       if (how === 'tap') await tap(page, cell);
       if (how === 'hover') await cell.hover();
       const text = await tip.textContent();
@@ -471,8 +434,6 @@ for (const viewport of WIDTHS) {
     await page.close();
   });
 }
-
-const phoneOr = (viewport, phone, desktop) => (viewport.width < 600 ? phone : desktop);
 
 test('offline: once the engine and a model are cached, a reload without a network translates (still cross-origin isolated)', async () => {
   const { page, errors } = await newPage(WIDTHS[1]);
