@@ -54,6 +54,13 @@ const TABS = {
     await page.locator('#sa-result:not([hidden])').waitFor({ timeout: TIMEOUT });
     await page.getByTestId('sa-focus').selectOption('7');
   },
+  // Attention explained's scaled dot-product panel, opened from the Self-attention tab's neuron view.
+  scaleddot: async (page) => {
+    await TABS.selfattention(page);
+    await page.getByTestId('sa-neuron-explain').click();
+    await page.locator('#explain-head-body:not([hidden])').waitFor({ timeout: TIMEOUT });
+    await page.getByTestId('explain-head').scrollIntoViewIfNeeded();
+  },
   caption: async (page) => {
     await page.waitForFunction(() => !document.getElementById('tab-btn-caption').disabled, null, { timeout: TIMEOUT });
     await page.getByRole('tab', { name: 'Caption' }).click();

@@ -3,7 +3,10 @@
 // translation and the summary's numbers the module's (the largest attention difference between the formats, the
 // log-probabilities of the beams). The neuron view of the Self-attention tab: q·k ÷ √d_k of the engine's queries
 // and keys is the engine's raw score, its softmax the engine's weight, for the head and query picked; the line
-// tooltips carry the raw scores. No console errors, nothing off the origin, nothing wider than a phone.
+// tooltips carry the raw scores. Attention explained's scaled dot-product panel, opened from the neuron view:
+// the q·k it computes from the engine's q and k, ÷ √d_k, and its softmax equal the engine's scores and weights
+// (1e-4), for the head and word picked there and for its own pickers. No console errors, nothing off the origin,
+// nothing wider than a phone.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -167,6 +170,71 @@ for (const viewport of WIDTHS) {
     }
 
     if (phone) assert.ok(await pageFits(page), 'the page is wider than the phone');
+    assert.deepEqual(errors, []);
+    assert.deepEqual(offsiteRequests(site.requests, origin), []);
+    await page.close();
+  });
+
+  test(`attention explained at ${viewport.width}×${viewport.height}: the softmax of q·k ÷ √d_k worked on the page is the engine's weights`, async () => {
+    const { page, errors } = await newPage(viewport);
+    const text = 'A dog runs on the beach.';
+    const t = await modules.tf.translate(text, { beam: 1, queryKey: true });
+    await runSelfAttention(page, origin, text, t.text);
+    const S = t.sourceTokens.length;
+    const hd = t.encoderQueries.cols;
+    const { layers, heads } = t.encoderSelfAttention;
+
+    // The rows of one stage of the panel: the number computed on the page and, beside it, the engine's.
+    const stage = (id) => page.locator(`#${id} .bar-row:not(.bar-head)`).evaluateAll((rows) => rows.map((r) => ({
+      here: Number(r.dataset.value), engine: r.dataset.engine === undefined ? null : Number(r.dataset.engine) })));
+    async function assertPanel(layer, h, i) {
+      assert.equal(await page.getByTestId('explain-head-layer').inputValue(), String(layer));
+      assert.equal(await page.getByTestId('explain-head-head').inputValue(), String(h));
+      assert.equal(await page.locator('#explain-head-picker [aria-checked="true"]').getAttribute('data-index'), String(i));
+      const [q, k] = [head(t.encoderQueries, layer, h), head(t.encoderKeys, layer, h)];
+      const [scores, weights] = [head(t.encoderSelfScores, layer, h), head(t.encoderSelfAttention, layer, h)];
+      const [dots, scaled, softmax] = [await stage('explain-head-dots'), await stage('explain-head-scores'), await stage('explain-head-weights')];
+      assert.deepEqual([dots.length, scaled.length, softmax.length], [S, S, S]);
+      for (let j = 0; j < S; ++j) {
+        let dot = 0;
+        for (let c = 0; c < hd; ++c) dot += q.data[i * hd + c] * k.data[j * hd + c];
+        close(dots[j].here, dot, `q·k of key ${j}`, 1e-4);
+        close(scaled[j].here, dots[j].here / Math.sqrt(hd), `÷ √d_k of key ${j}`, 1e-9);
+        close(scaled[j].engine, scores.data[i * S + j], `the engine's raw score shown for key ${j}`, 1e-6);
+        close(softmax[j].here, weights.data[i * S + j], `the page's softmax against the engine's weight, key ${j}`, 1e-4);
+        close(softmax[j].engine, weights.data[i * S + j], `the engine's weight shown for key ${j}`, 1e-6);
+      }
+      close(softmax.reduce((sum, r) => sum + r.here, 0), 1, 'the softmax sums to 1', 1e-9);
+      assert.match(await page.getByTestId('explain-head-match').textContent(),
+                   new RegExp(`^Layer ${layer + 1}, head ${h + 1}, query “.+”: the largest difference from the engine's numbers is \\d\\.\\de[-+]\\d+ in the scores`));
+    }
+
+    // The head and query word picked in the Self-attention tab's neuron view open in Attention explained.
+    const [layer, h, query] = [layers - 1, heads - 1, 2];
+    await page.getByTestId('sa-layer').selectOption(String(layer));
+    await page.getByTestId('sa-neuron-head').selectOption(String(h));
+    await page.getByTestId('sa-neuron-query').selectOption(String(query));
+    await page.getByTestId('sa-neuron-explain').click();
+    assert.equal(await page.getByRole('tab', { name: 'Attention explained' }).getAttribute('aria-selected'), 'true');
+    await page.locator('#explain-head-body:not([hidden])').waitFor();
+    await assertPanel(layer, h, query);
+    assert.equal(await page.locator('#explain-head [data-testid="legend"]:visible').count(), 3);
+
+    // Its own pickers: another layer and head, and the next query word by the arrow keys.
+    await page.getByTestId('explain-head-layer').selectOption('0');
+    await page.getByTestId('explain-head-head').selectOption('0');
+    await page.locator('#explain-head-picker [role="radio"]').nth(query).focus();
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.index), String(query + 1));
+    await assertPanel(0, 0, query + 1);
+    if (phone) assert.ok(await pageFits(page), 'the page is wider than the phone');
+
+    // A new sentence in the Self-attention tab clears its result: the panel shows no stale numbers.
+    await page.getByRole('tab', { name: 'Self-attention' }).click();
+    await page.fill('#sa-input', 'A cat sleeps.');
+    await page.getByRole('tab', { name: 'Attention explained' }).click();
+    assert.equal(await page.locator('#explain-head-body').isHidden(), true);
+    assert.equal(await page.locator('#explain-head-empty').isVisible(), true);
     assert.deepEqual(errors, []);
     assert.deepEqual(offsiteRequests(site.requests, origin), []);
     await page.close();

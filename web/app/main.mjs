@@ -6,6 +6,7 @@ import { available, modelUrl, readManifest } from '/app/manifest.mjs';
 import { setupTabs } from '/app/widgets/tablist.mjs';
 import { setupTranslate } from '/app/tabs/translate.mjs';
 import { setupExplain } from '/app/tabs/explain.mjs';
+import { setupExplainHead } from '/app/tabs/explain_head.mjs';
 import { setupCompare } from '/app/tabs/compare.mjs';
 import { setupSideBySide } from '/app/tabs/side_by_side.mjs';
 import { setupSelfAttention } from '/app/tabs/selfattention.mjs';
@@ -25,9 +26,10 @@ const beam = () => Number(byId('beam-select').value);
 
 async function start() {
   const explain = setupExplain();
+  const explainHead = setupExplainHead();
   const engine = setupEngine({ loaded });
   registerOfflineCopy();
-  setupTabs({ onShow: { explain: explain.render, engine: engine.show } });
+  setupTabs({ onShow: { explain: () => { explain.render(); explainHead.render(); }, engine: engine.show } });
 
   let manifest;
   try {
@@ -43,7 +45,8 @@ async function start() {
   setupSpeech({ entries: manifest.filter((entry) => entry.task === 'transcribe'), ...shared });
   setupCompare({ entries: translators, ...shared });
   setupSideBySide({ entries: translators, ...shared });
-  setupSelfAttention({ entries: translators.filter((entry) => entry.arch === 'transformer'), ...shared });
+  setupSelfAttention({ entries: translators.filter((entry) => entry.arch === 'transformer'), ...shared,
+                       onNeuron: explainHead.show });
   openRequestedTab();  // a shared link's tab, once the tabs its models enable are enabled
   const steps = setupTranslateSteps({ beam });
   await setupTranslate({

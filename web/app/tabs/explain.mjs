@@ -36,22 +36,8 @@ export function setupExplain() {
     byId('explain-source').textContent = t.sourceTokens.map(tokenLabel).join(' ');
     byId('explain-source').lang = entry.src;
 
-    const picker = byId('explain-picker');
-    picker.replaceChildren();
-    t.targetTokens.forEach((piece, i) => {
-      const button = el('button', { className: 'chip', text: tokenLabel(piece),
-                                    attrs: { type: 'button', role: 'radio', lang: entry.tgt,
-                                             'aria-checked': String(i === row), tabindex: i === row ? '0' : '-1' } });
-      button.addEventListener('click', () => { selectedRow = i; render(); picker.children[i]?.focus(); });
-      button.addEventListener('keydown', (event) => {
-        const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[event.key];
-        if (!step) return;
-        event.preventDefault();
-        selectedRow = (i + step + t.targetTokens.length) % t.targetTokens.length;
-        render();
-        picker.children[selectedRow]?.focus();
-      });
-      picker.append(button);
+    drawWordPicker(byId('explain-picker'), t.targetTokens, {
+      selected: row, lang: entry.tgt, onPick: (i) => { selectedRow = i; render(); },
     });
 
     byId('explain-score-name').textContent = `· ${t.scoreFunction}`;
@@ -85,7 +71,7 @@ export function setupExplain() {
 }
 
 // The scores (signed, scaled to the largest |score|) and the weights as two bar charts, side by side.
-function barsSvg(labels, scores, weights, title) {
+export function barsSvg(labels, scores, weights, title) {
   const rowH = 20;
   const labelW = 12 + Math.max(6, ...labels.map((l) => l.length)) * 7.2;
   const barW = 220;
@@ -111,23 +97,66 @@ function barsSvg(labels, scores, weights, title) {
   return parts.join('');
 }
 
-function drawBars(box, pieces, values, lang, { signed }) {
+/**
+ * The words of a sentence as a radio group of chips (arrow keys move the choice); onPick(i) is called with the
+ * word picked, after which the caller redraws (the picker included) and the picked chip keeps the focus.
+ */
+export function drawWordPicker(picker, pieces, { selected, lang, onPick }) {
+  picker.replaceChildren();
+  const pick = (i) => {
+    onPick(i);
+    picker.children[i]?.focus();
+  };
+  pieces.forEach((piece, i) => {
+    const button = el('button', { className: 'chip', text: tokenLabel(piece),
+                                  attrs: { type: 'button', role: 'radio', lang, 'data-index': i,
+                                           'aria-checked': String(i === selected), tabindex: i === selected ? '0' : '-1' } });
+    button.addEventListener('click', () => pick(i));
+    button.addEventListener('keydown', (event) => {
+      const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[event.key];
+      if (!step) return;
+      event.preventDefault();
+      pick((i + step + pieces.length) % pieces.length);
+    });
+    picker.append(button);
+  });
+}
+
+/**
+ * One bar per source piece, with its value (signed: scaled to the largest |value|, from a middle line; else a
+ * weight from 0 to 1). engine: the engine's own numbers for the same pieces, drawn as a thin bar under each and a
+ * second column, so a value computed on the page can be read against the one the engine returned. Each row
+ * carries its numbers unrounded in data-value (and data-engine).
+ */
+export function drawBars(box, pieces, values, lang, { signed, engine = null }) {
   box.replaceChildren();
-  const scale = Math.max(1e-9, ...Array.from(values, Math.abs));
+  const scale = signed ? Math.max(1e-9, ...Array.from(values, Math.abs), ...Array.from(engine ?? [], Math.abs)) : 1;
+  const bar = (value, extra = '') => {
+    const node = el('span', { className: `bar ${value < 0 ? 'negative' : 'positive'}${extra}` });
+    node.style.setProperty('--size', (Math.abs(value) / scale).toFixed(4));
+    return node;
+  };
+  if (engine) {
+    box.append(el('div', { className: 'bar-row paired bar-head', attrs: { 'aria-hidden': 'true' } }, [
+      el('span'), el('span'), el('span', { className: 'bar-value', text: 'here' }), el('span', { className: 'bar-value', text: 'engine' }),
+    ]));
+  }
   pieces.forEach((piece, j) => {
     const value = values[j];
-    const bar = el('span', { className: `bar ${value < 0 ? 'negative' : 'positive'}` });
-    bar.style.setProperty('--size', (Math.abs(value) / (signed ? scale : 1)).toFixed(4));
-    box.append(el('div', { className: 'bar-row' }, [
+    const cells = [
       el('span', { className: 'bar-label', text: tokenLabel(piece), attrs: { lang } }),
-      el('span', { className: 'bar-track' }, [bar]),
+      el('span', { className: 'bar-track' }, engine ? [bar(value), bar(engine[j], ' engine')] : [bar(value)]),
       el('span', { className: 'bar-value', text: value.toFixed(3) }),
-    ]));
+    ];
+    if (engine) cells.push(el('span', { className: 'bar-value engine', text: engine[j].toFixed(3) }));
+    const row = el('div', { className: `bar-row${engine ? ' paired' : ''}`, attrs: { 'data-value': String(value) } }, cells);
+    if (engine) row.dataset.engine = String(engine[j]);
+    box.append(row);
   });
 }
 
 // A vector as a strip of cells coloured by sign and size (scaled by the largest |value| in the view).
-function strip(values, scale) {
+export function strip(values, scale) {
   const node = el('span', { className: 'strip', attrs: { 'aria-hidden': 'true' } });
   node.style.setProperty('--n', String(values.length));
   for (const value of values) {

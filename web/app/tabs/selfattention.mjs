@@ -69,6 +69,7 @@ const view = {
   entries: [],
   getModel: null,
   loader: null,         // createModelLoader() of this tab
+  onNeuron: () => {},   // setupSelfAttention()'s onNeuron
   translation: null,
   kind: 'encoder',
   layer: 0,
@@ -143,6 +144,7 @@ function applySaved(saved) {
 
 function clearResult() {
   view.translation = null;
+  view.onNeuron(null);
   byId('sa-result').hidden = true;
   byId('sa-timing').textContent = '';
   hideTip();
@@ -290,11 +292,12 @@ function drawNeuron() {
   const note = byId('sa-neuron-note');
   note.hidden = view.kind === 'encoder';
   note.textContent = view.kind === 'encoder' ? '' : 'Shown for the encoder self-attention, whose queries and keys the engine returns; its layer is the one picked above.';
-  drawNeuronView(box, t, {
+  const selection = {
     layer: Math.min(view.layer, t.encoderSelfAttention.layers - 1), head: Number(byId('sa-neuron-head').value),
-    query: Number(byId('sa-neuron-query').value), lang: currentEntry()?.src ?? 'en',
-    name: `attnlab-${currentEntry()?.id}-neuron-view`,
-  });
+    query: Number(byId('sa-neuron-query').value),
+  };
+  drawNeuronView(box, t, { ...selection, lang: currentEntry()?.src ?? 'en', name: `attnlab-${currentEntry()?.id}-neuron-view` });
+  view.onNeuron(t, currentEntry(), selection);
 }
 
 function syncHeadControls() {
@@ -658,6 +661,7 @@ function setupHeadView() {
   });
   byId('sa-neuron-head').addEventListener('change', drawNeuron);
   byId('sa-neuron-query').addEventListener('change', drawNeuron);
+  byId('sa-neuron-explain').addEventListener('click', () => byId('tab-btn-explain').click());
   byId('sa-all-heads').addEventListener('click', () => {
     if (!view.translation) return;
     view.heads = new Set(Array.from({ length: current().tensor.heads }, (_, h) => h));
@@ -738,9 +742,12 @@ function drawThumbnail(canvas, a, colour) {
 /**
  * Enables the tab when the manifest lists a Transformer. entries: manifest entries with arch "transformer";
  * getModel(entry, { onProgress, signal }) and available(entry) are the page's shared model cache and check.
+ * onNeuron(translation | null, entry, { layer, head, query }): the neuron view's translation and selection each
+ * time it is drawn (null: the result is gone), for the Attention explained tab's scaled dot-product panel.
  */
-export function setupSelfAttention({ entries, getModel, available }) {
+export function setupSelfAttention({ entries, getModel, available, onNeuron = () => {} }) {
   view.entries = entries;
+  view.onNeuron = onNeuron;
   view.getModel = getModel;
   view.loader = createModelLoader({
     getModel, available, setStatus, noneText: 'No Transformer models yet.',

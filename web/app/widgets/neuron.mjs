@@ -25,14 +25,13 @@ function strip(values, scale, what) {
 const maxAbs = (values) => values.reduce((m, v) => Math.max(m, Math.abs(v)), 1e-12);
 
 /**
- * Draws the neuron view of query token i in (layer, head) of translation t's encoder self-attention into box.
- * Returns false (and explains) when t has no queries and keys.
+ * Scaled dot-product attention of query token `query` in (layer, head) of translation t's encoder self-attention,
+ * from the engine's queries and keys: { i, hd, qi, rows: [{ j, kj, products, dot, score, weight }] }, where the
+ * products q∘k_j and their sum dot = q·k_j are computed here and score (q·k_j ÷ √d_k) and weight (its softmax) are
+ * the engine's. null when t has no queries and keys (an RNN model, or a call without queryKey).
  */
-export function drawNeuronView(box, t, { layer, head, query, lang, name }) {
-  if (!t.encoderQueries || !t.encoderKeys || !t.encoderSelfScores) {
-    box.replaceChildren(el('p', { className: 'muted small', text: 'This translation has no queries and keys (an RNN model, or a call without queryKey).' }));
-    return false;
-  }
+export function queryKeyRow(t, { layer, head, query }) {
+  if (!t.encoderQueries || !t.encoderKeys || !t.encoderSelfScores) return null;
   const q = attentionHead(t.encoderQueries, layer, head);     // [S × hd]
   const k = attentionHead(t.encoderKeys, layer, head);
   const scores = attentionHead(t.encoderSelfScores, layer, head);  // [S × S]
@@ -47,6 +46,20 @@ export function drawNeuronView(box, t, { layer, head, query, lang, name }) {
     const products = Array.from(qi, (v, c) => v * kj[c]);
     rows.push({ j, kj, products, dot: products.reduce((a, b) => a + b, 0), score: scores.data[i * S + j], weight: weights.data[i * S + j] });
   }
+  return { i, hd, qi, rows };
+}
+
+/**
+ * Draws the neuron view of query token i in (layer, head) of translation t's encoder self-attention into box.
+ * Returns false (and explains) when t has no queries and keys.
+ */
+export function drawNeuronView(box, t, { layer, head, query, lang, name }) {
+  const computed = queryKeyRow(t, { layer, head, query });
+  if (!computed) {
+    box.replaceChildren(el('p', { className: 'muted small', text: 'This translation has no queries and keys (an RNN model, or a call without queryKey).' }));
+    return false;
+  }
+  const { i, hd, qi, rows } = computed;
   const vectorScale = Math.max(maxAbs(qi), ...rows.map((r) => maxAbs(r.kj)));
   const productScale = Math.max(...rows.map((r) => maxAbs(r.products)));
   const sqrt = Math.sqrt(hd);
