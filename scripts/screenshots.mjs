@@ -69,6 +69,15 @@ const TABS = {
     await page.locator('#cap-result:not([hidden])').waitFor({ timeout: TIMEOUT });
     await page.locator('#cap-cells .cell[data-row="2"][data-col="3"]').hover();
   },
+  // The Speech tab on a sample clip, five characters into its step-by-step view.
+  speech: async (page) => {
+    await page.waitForFunction(() => !document.getElementById('tab-btn-speech').disabled, null, { timeout: TIMEOUT });
+    await page.getByRole('tab', { name: 'Speech' }).click();
+    await page.waitForFunction(() => /ready/.test(document.getElementById('sp-status-text').textContent), null, { timeout: TIMEOUT });
+    await page.locator('#sp-samples [data-sample="woodchuck.wav"]').click();
+    await page.locator('#sp-result:not([hidden])').waitFor({ timeout: TIMEOUT });
+    for (let k = 0; k < 5; ++k) await page.getByTestId('sp-stepper').getByTestId('step-next').click();
+  },
   engine: async (page) => {
     await page.getByRole('tab', { name: 'Engine' }).click();
     await page.waitForFunction(() => document.getElementById('engine-status').textContent === 'ready', null, { timeout: TIMEOUT });

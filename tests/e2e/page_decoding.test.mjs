@@ -2,10 +2,13 @@
 // the Translate tab's stepper writes the output a token at a time and its attention row is the heatmap's row of
 // that token (both equal to the Node module's numbers); the tree drawn is the module's beamTree, its winner's path
 // is the output shown, its nodes answer hover, focus, tap and arrow keys with the module's log-probabilities; the
-// same for the Caption tab, whose overlay follows the stepper. No console errors, nothing off the origin, nothing
+// same for the Caption tab, whose overlay follows the stepper; the Speech tab's stepper writes the shipped
+// recognizer's transcript of a sample clip a character at a time, the attention row over the spectrogram and the
+// readout on that character (the Node module's numbers). No console errors, nothing off the origin, nothing
 // wider than a phone.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 
 import { loadModel } from '../../web/lib/index.mjs';
 import { offsiteRequests } from '../support/chromium.mjs';
@@ -13,12 +16,16 @@ import { startSite } from '../support/site.mjs';
 import { R, WIDTHS, close, copiedJson, downloadOf, isPhone, newPage as newPageOf, pageFits, row, tap } from './page_helpers.mjs';
 
 const SENTENCE = 'A dog runs.';
+const SPEECH_MODEL = 'models/weights/speech-las.q8_0.gguf';  // the shipped interim recognizer
+const SPEECH_CLIP = 'web/app/samples/speech/command.wav';      // its shortest sample clip
 
 let site;
 let origin;
 let context;
 let translator;
 let expected;  // beam -> the Node module's translation of SENTENCE with its tree
+let recognizer;
+let heard;     // the Node module's transcription of SPEECH_CLIP
 
 before(async () => {
   const model = (id, src, extra) => ({ from: R + src, id, label: id, dtype: 'f32', ...extra });
@@ -27,6 +34,7 @@ before(async () => {
     models: [
       model('rnn-a', 'tests/fixtures/rnn/additive.gguf', { task: 'translate', arch: 'bahdanau', src: 'en', tgt: 'de' }),
       model('cap', 'tests/fixtures/caption/tiny_encoder_model.gguf', { task: 'caption', arch: 'show-attend-tell', src: 'image', tgt: 'en' }),
+      model('speech', SPEECH_MODEL, { task: 'transcribe', arch: 'las', src: 'audio', tgt: 'en', dtype: 'q8_0' }),
     ],
   });
   ({ origin, context } = site);
@@ -36,10 +44,14 @@ before(async () => {
     1: await translator.translate(SENTENCE, { beam: 1, beamTree: true }),
     4: await translator.translate(SENTENCE, { beam: 4, beamTree: true }),
   };
+  recognizer = await loadModel(R + SPEECH_MODEL);
+  // The tab's default beam width (4), on the bytes of the sample clip the test clicks.
+  heard = await recognizer.transcribe(await readFile(R + SPEECH_CLIP), { beam: 4 });
 });
 
 after(async () => {
   await translator?.dispose();
+  await recognizer?.dispose();
   await site?.close();
 });
 
@@ -209,6 +221,59 @@ for (const viewport of WIDTHS) {
     assert.ok(tip.includes(`raw score ${figure.scores[word][1].toFixed(3)} `), tip);
     assert.ok(tip.includes(`weight ${figure.attention[word][1].toFixed(3)} `), tip);
     if (phone) assert.ok(await pageFits(page), 'the page is wider than the phone');
+    assert.deepEqual(errors, []);
+    assert.deepEqual(offsiteRequests(site.requests, origin), []);
+    await page.close();
+  });
+
+  test(`speech step by step at ${viewport.width}×${viewport.height}: the transcript a character at a time, the attention row follows`, async () => {
+    const { page, errors } = await newPage(viewport);
+    await page.goto(`${origin}/`);
+    await page.waitForFunction(() => !document.getElementById('tab-btn-speech').disabled);
+    await page.getByRole('tab', { name: 'Speech' }).click();
+    await page.waitForFunction(() => /ready/.test(document.getElementById('sp-status-text').textContent), null, { timeout: 60_000 });
+    await page.locator(`#sp-samples [data-sample="${SPEECH_CLIP.split('/').pop()}"]`).click();
+    await page.locator('#sp-result:not([hidden])').waitFor({ timeout: 60_000 });
+    assert.equal(await page.getByTestId('sp-output').textContent(), heard.text);
+    const N = heard.characters.length;
+    assert.ok(N >= 3, `the clip's transcript has ${N} characters`);
+    const shown = (k) => heard.characters.slice(0, k).map((c) => (c === ' ' ? '␣' : c)).join('');
+
+    // At first the whole transcript; each Step writes one more character and moves the attention row to it.
+    const stepper = page.getByTestId('sp-stepper');
+    const written = async () => (await stepper.locator('.step-token').allTextContents()).join('');
+    assert.equal(await written(), shown(N));
+    const steps = Math.min(4, N);
+    for (let k = 0; k < steps; ++k) {
+      await stepper.getByTestId('step-next').click();
+      assert.equal(await written(), shown(k + 1));
+      assert.equal(await page.getByTestId('sp-attention').getAttribute('data-row'), String(k));
+      assert.equal(await page.locator('#sp-chars button').nth(k).getAttribute('aria-pressed'), 'true');
+      const weights = row(heard.attention, k);
+      const peakAt = weights.indexOf(Math.max(...weights));
+      const where = `peak weight ${weights[peakAt].toFixed(2)} on the frame at ${(peakAt * heard.frameSeconds).toFixed(2)} s`;
+      assert.ok((await page.getByTestId('sp-readout').textContent()).includes(`(character ${k + 1} of ${N}): ${where}`),
+                await page.getByTestId('sp-readout').textContent());
+      assert.ok((await stepper.getByTestId('step-where').textContent()).startsWith(`Step ${k + 1} of ${N}: “${shown(k + 1).at(-1)}”. ${where}`));
+    }
+    // Back and the arrow keys move it too; Play writes to the last character on its own.
+    await stepper.getByTestId('step-back').click();
+    assert.equal(await page.getByTestId('sp-attention').getAttribute('data-row'), String(steps - 2));
+    await stepper.getByTestId('step-next').focus();
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await page.getByTestId('sp-attention').getAttribute('data-row'), String(steps - 1));
+    await stepper.getByTestId('step-play').click();
+    await page.waitForFunction((last) => document.getElementById('sp-stepper').dataset.step === String(last), N - 1, { timeout: 60_000 });
+    assert.equal(await written(), shown(N));
+    assert.equal(await page.getByTestId('sp-attention').getAttribute('data-row'), String(N - 1));
+    await stepper.getByTestId('step-all').click();
+    assert.equal(await stepper.getAttribute('data-step'), '');
+
+    if (phone) {
+      assert.ok(await pageFits(page), 'the page is wider than the phone');
+      const controls = await stepper.locator('.step-controls').boundingBox();
+      assert.ok(controls.x >= 0 && controls.x + controls.width <= viewport.width, 'the controls overflow the phone');
+    }
     assert.deepEqual(errors, []);
     assert.deepEqual(offsiteRequests(site.requests, origin), []);
     await page.close();

@@ -1,14 +1,17 @@
 // The Speech tab: audio in (the microphone, a file or a dropped one, the sample clips), the engine's transcript
 // out, and under the audio's log-mel spectrogram the attention of every character over the encoder's frames,
 // on one time axis (an attention frame is 40 ms, four spectrogram frames of 10 ms). Hovering or focusing a
-// character highlights the frames it attended to; clicking it (or Enter) plays that slice of the audio. Every
-// number drawn comes from the engine (Transcription.spectrogram, .attention); this module only draws. The panel's
-// DOM is built here, so index.html holds only the empty section. main.mjs calls setupSpeech() with the manifest.
+// character highlights the frames it attended to; clicking it (or Enter) plays that slice of the audio. Step by
+// step (the stepper of widgets/decoding.mjs) writes the transcript a character at a time, the attention row
+// and the dimmed spectrogram following the character being written. Every number drawn comes from the engine
+// (Transcription.spectrogram, .attention); this module only draws. The panel's DOM is built here, so index.html
+// holds only the empty section. main.mjs calls setupSpeech() with the manifest.
 import { matrixRow } from '/lib/index.mjs';
 import { byId, el, showError as showErrorIn, statusLine, createModelLoader } from '/app/ui.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { modelControls } from '/app/widgets/model_controls.mjs';
 import { enableTab } from '/app/widgets/tablist.mjs';
+import { drawStepper } from '/app/widgets/decoding.mjs';
 
 const SAMPLES_URL = '/app/samples/speech/speech.json';
 const SAMPLES_BASE = '/app/samples/speech/';
@@ -29,6 +32,7 @@ const view = {
   recording: null,    // { stream, context, chunks, started, timer, level } while recording
   busy: false,
   playback: null,     // AudioContext for slices
+  stepper: null,      // drawStepper() of the transcript shown
 };
 
 const setStatus = statusLine('sp');
@@ -38,6 +42,7 @@ const showError = (error) => {
 };
 
 function clearResult() {
+  view.stepper?.stop();
   view.result = null;
   byId('sp-result').hidden = true;
 }
@@ -88,6 +93,12 @@ function buildPanel(panel) {
       el('p', { className: 'output', attrs: { id: 'sp-output', 'data-testid': 'sp-output', 'aria-live': 'polite' } }),
       el('div', { attrs: { id: 'sp-chars', 'data-testid': 'sp-chars', role: 'group', 'aria-label': 'Characters: hover or focus to see their frames, click to play them' },
                   }),
+      el('section', { className: 'steps', attrs: { id: 'sp-steps', 'data-testid': 'sp-steps', 'aria-labelledby': 'sp-steps-title' } }, [
+        el('h2', { text: 'Step by step', attrs: { id: 'sp-steps-title' } }),
+        el('p', { className: 'hint', text: 'The decoder writes the transcript one character at a time; step or play ' +
+          'through it and the attention row over the spectrogram follows the character being written (the spectrogram under the controls dims where it did not listen).' }),
+        el('div', { className: 'stepper chars', attrs: { id: 'sp-stepper', 'data-testid': 'sp-stepper' } }),
+      ]),
       el('p', { className: 'hint', text: 'Top: the 40-band log-mel spectrogram the engine computed (100 frames a second, ' +
         'low frequencies at the bottom). Below: attention, one row per character over the 40 ms encoder frames on ' +
         'the same time axis. Hover or focus a character to light its frames; click it to hear them.' }),
@@ -220,16 +231,21 @@ function select(i) {
   view.selected = i;
   drawSpectrogram(t, i);
   drawAttention(t, i);
+  byId('sp-attention').dataset.row = String(i);  // the row outlined (-1: none)
   for (const [k, node] of [...byId('sp-chars').children].entries()) node.setAttribute('aria-pressed', String(k === i));
   if (i < 0) {
     byId('sp-readout').textContent = '';
     return;
   }
+  byId('sp-readout').textContent = `“${charLabel(t.characters[i])}” (character ${i + 1} of ${t.characters.length}): ` +
+    `${whereItListened(t, i)}${view.audio ? ' Click to hear them.' : ''}`;
+}
+
+// Where character i listened, in seconds of the audio.
+function whereItListened(t, i) {
   const { peakAt, first, last, peak } = characterSpan(matrixRow(t.attention, i));
   const at = (j) => (j * t.frameSeconds).toFixed(2);
-  byId('sp-readout').textContent = `“${charLabel(t.characters[i])}” (character ${i + 1} of ${t.characters.length}): ` +
-    `peak weight ${peak.toFixed(2)} on the frame at ${at(peakAt)} s; frames over half the peak ${at(first)}–` +
-    `${at(last + 1)} s.${view.audio ? ' Click to hear them.' : ''}`;
+  return `peak weight ${peak.toFixed(2)} on the frame at ${at(peakAt)} s; frames over half the peak ${at(first)}–${at(last + 1)} s.`;
 }
 
 function play(i) {
@@ -279,6 +295,12 @@ function render(t) {
   };
   attention.onclick = () => play(view.selected);
   select(t.characters.length ? 0 : -1);
+  view.stepper?.stop();
+  view.stepper = drawStepper(byId('sp-stepper'), {
+    pieces: t.characters, lang: 'en', label: 'Transcript', unit: 'character', labelOf: charLabel,
+    describe: (i) => whereItListened(t, i),
+    onStep: (i) => { if (i !== null) select(i); },
+  });
 }
 
 // ---------------------------------------------------------------- transcribing

@@ -46,10 +46,11 @@ export function nodeLines(tree, n, { beam }) {
 
 /**
  * Play / step / back controls over a result's output tokens, drawn into box. onStep(i): token i is being written
- * (null: the whole output, nothing singled out); describe(i): a line about step i (its numbers). Returns
- * { go(i) } to move it from outside.
+ * (null: the whole output, nothing singled out); describe(i): a line about step i (its numbers); labelOf(piece):
+ * how a piece reads (a token's word by default); unit: what one step writes, for the sentences under the controls.
+ * Returns { go(i), stop() } to move it from outside.
  */
-export function drawStepper(box, { pieces, lang, label, onStep, describe = () => '' }) {
+export function drawStepper(box, { pieces, lang, label, onStep, describe = () => '', labelOf = tokenLabel, unit = 'token' }) {
   let current = null;
   let timer = null;
   const count = pieces.length;
@@ -74,13 +75,13 @@ export function drawStepper(box, { pieces, lang, label, onStep, describe = () =>
     current = i === null ? null : Math.max(0, Math.min(count - 1, i));
     const shown = current === null ? count : current + 1;
     written.replaceChildren(...pieces.slice(0, shown).map((piece, k) => el('span', {
-      className: `step-token${k === current ? ' current' : ''}`, text: tokenLabel(piece), attrs: { 'data-step': k },
+      className: `step-token${k === current ? ' current' : ''}`, text: labelOf(piece), attrs: { 'data-step': k },
     })));
     if (current !== null && current < count - 1) written.append(el('span', { className: 'step-caret', text: '▌', attrs: { 'aria-hidden': 'true' } }));
     box.dataset.step = current === null ? '' : String(current);
     where.textContent = current === null
-      ? `${count} token${count === 1 ? '' : 's'}: press Step or Play to write them one at a time.`
-      : `Step ${current + 1} of ${count}: “${tokenLabel(pieces[current])}”. ${describe(current)}`;
+      ? `${count} ${unit}${count === 1 ? '' : 's'}: press Step or Play to write them one at a time.`
+      : `Step ${current + 1} of ${count}: “${labelOf(pieces[current])}”. ${describe(current)}`;
     back.disabled = current === null || current === 0;
     step.disabled = count === 0 || current === count - 1;
     all.disabled = current === null;
