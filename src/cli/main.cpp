@@ -2,13 +2,14 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <fstream>
-#include <iostream>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -48,10 +49,10 @@ constexpr Command kCommands[] = {
      "                                            a terminal also gets the alignment as a text heatmap\n"
      "                                            (--beam 1..64, --max-length 0 (automatic)..1000,\n"
      "                                            --no-repeat-ngram -1 (default), 0 (off), 2..8)\n"
-     "                                            stdin lines already waiting are translated together, up to\n"
-     "                                            --batch 1..256 at once (default 16), as one by one (f16/f32\n"
-     "                                            weights: up to float rounding); a bad line gets its error\n"
-     "                                            in its place\n"},
+     "                                            whole stdin lines already waiting are translated together,\n"
+     "                                            up to --batch 1..256 at once (default 16), as one by one\n"
+     "                                            (f16/f32 weights: up to float rounding); a bad line gets its\n"
+     "                                            error in its place\n"},
     {"caption",
      "  caption --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--json] IMAGE...\n"
      "                                            caption JPEG/PNG images, one line per image\n"
@@ -263,12 +264,68 @@ std::string translation_json(const attnlab::Translation& t) {
 // The largest --batch: beyond a few dozen lines a batch reads no weight less often (decode::kMaxSentenceBatchRows).
 constexpr long long kMaxLineBatch = 256;
 
-// Whether std::cin can give more without waiting: bytes in its buffer, or readable (or at its end) on the fd.
-bool input_waiting() {
-    if (std::cin.rdbuf()->in_avail() > 0) return true;
-    pollfd input{STDIN_FILENO, POLLIN, 0};
-    return poll(&input, 1, 0) > 0;
-}
+// The lines of a file descriptor, in batches of those already complete: next_batch() waits only while it has no
+// whole line, so a line still being typed (or written) never holds back the lines before it. A last line without
+// a newline counts once the input ends.
+class LineBatches {
+public:
+    explicit LineBatches(int fd) : fd_(fd) {}
+
+    // Up to `most` lines (without their "\n" or "\r\n"); empty only at the end of the input.
+    std::vector<std::string> next_batch(std::size_t most) {
+        while (!ended_ && !has_line()) read_some();  // blocks: nothing to answer yet
+        while (!ended_ && complete_lines() < most && readable_now()) read_some();
+        std::vector<std::string> lines;
+        while (lines.size() < most && has_line()) {
+            const std::size_t end = pending_.find('\n', start_);
+            std::string line = pending_.substr(start_, end == std::string::npos ? std::string::npos : end - start_);
+            start_ = end == std::string::npos ? pending_.size() : end + 1;
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            lines.push_back(std::move(line));
+        }
+        pending_.erase(0, start_);
+        start_ = 0;
+        return lines;
+    }
+
+private:
+    // A whole line waits: one ended by "\n", or the last one once the input has ended.
+    bool has_line() const {
+        return pending_.find('\n', start_) != std::string::npos || (ended_ && start_ < pending_.size());
+    }
+
+    std::size_t complete_lines() const {
+        return static_cast<std::size_t>(
+            std::count(pending_.begin() + static_cast<std::ptrdiff_t>(start_), pending_.end(), '\n'));
+    }
+
+    // Readable without blocking: bytes waiting, or the end of the input.
+    bool readable_now() const {
+        pollfd input{fd_, POLLIN, 0};
+        return poll(&input, 1, 0) > 0;
+    }
+
+    void read_some() {
+        char chunk[1 << 16];
+        for (;;) {
+            const ssize_t got = read(fd_, chunk, sizeof chunk);
+            if (got > 0) {
+                pending_.append(chunk, static_cast<std::size_t>(got));
+                return;
+            }
+            if (got == 0) {
+                ended_ = true;
+                return;
+            }
+            if (errno != EINTR) attnlab::fail(std::string("cannot read stdin: ") + std::strerror(errno));
+        }
+    }
+
+    int fd_;
+    std::string pending_;  // bytes read and not yet handed out, from start_ on
+    std::size_t start_ = 0;
+    bool ended_ = false;
+};
 
 int run_translate(const Arguments& args) {
     refuse_flags(args, "translate", true, true, true);
@@ -317,23 +374,13 @@ int run_translate(const Arguments& args) {
             status = 1;
         }
     };
-    // Lines already waiting are translated together (Model::translate of several texts: each as alone, each
-    // weight read once per step for all of them). A batch never waits for more input, so a program that writes
-    // one line and reads its answer gets it at once.
-    std::ios::sync_with_stdio(false);  // std::cin's own buffer, so that in_avail() sees the lines it holds
-    std::vector<std::string> lines;
-    std::string line;
-    bool more = true;
-    while (more) {
-        lines.clear();
-        while (static_cast<long long>(lines.size()) < batch_size && (lines.empty() || input_waiting())) {
-            if (!std::getline(std::cin, line)) {
-                more = false;
-                break;
-            }
-            if (!line.empty() && line.back() == '\r') line.pop_back();
-            lines.push_back(line);
-        }
+    // Complete lines already waiting are translated together (Model::translate of several texts: each as alone,
+    // each weight read once per step for all of them). A batch never waits for more input, nor for the rest of a
+    // line being written, so a program (or a person) that writes one line and reads its answer gets it at once.
+    LineBatches input(STDIN_FILENO);
+    for (;;) {
+        const std::vector<std::string> lines = input.next_batch(static_cast<std::size_t>(batch_size));
+        if (lines.empty()) break;
         if (lines.size() == 1) {
             translate_line(lines.front());
         } else if (!lines.empty()) {

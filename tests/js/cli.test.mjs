@@ -2,7 +2,7 @@
 // path) on the tiny fixture models of python/attnlab/golden/rnn.py, whose PyTorch outputs are in <score>.expected.gguf.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -121,6 +121,68 @@ test('stdin: one result per line, in order', () => {
   const plain = run(['translate', ...asPyTorch, '--model', model], three.map((s) => s.text).join('\r\n'));
   assert.equal(plain.status, 0, plain.stderr);
   assert.deepEqual(plain.stdout.split('\n').slice(0, -1), three.map((s) => s.greedyText));
+});
+
+// The lines a running child prints on stdout, one at a time; next() rejects when the child exits first or when
+// `ms` pass without a line (a guard against a stall, not a timing measurement: the answer takes well under a second).
+function stdoutLines(child) {
+  let buffered = '';
+  const ready = [];
+  const waiting = [];
+  let ended = false;
+  const settle = () => {
+    while (waiting.length && (ready.length || ended)) {
+      const { resolve, reject } = waiting.shift();
+      if (ready.length) resolve(ready.shift());
+      else reject(new Error('the CLI ended its output before this line'));
+    }
+  };
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk) => {
+    buffered += chunk;
+    const parts = buffered.split('\n');
+    buffered = parts.pop();
+    ready.push(...parts);
+    settle();
+  });
+  child.stdout.on('end', () => {
+    ended = true;
+    settle();
+  });
+  return {
+    next(label, ms = 60_000) {
+      let timer;
+      return Promise.race([
+        new Promise((resolve, reject) => {
+          waiting.push({ resolve, reject });
+          settle();
+        }),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no output line within ${ms / 1000} s: ${label}`)), ms);
+        }),
+      ]).finally(() => clearTimeout(timer));
+    },
+  };
+}
+
+test('stdin: a complete line is answered while the next one is still being written', { timeout: 180_000 }, async () => {
+  const [first, second] = [expected[0], expected[1]];
+  const child = spawn(cli, ['translate', ...asPyTorch, '--model', model, '--json'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  try {
+    const out = stdoutLines(child);
+    // One whole line and the start of the next, in one write: the CLI must not wait for the rest of the second.
+    child.stdin.write(`${first.text}\n${second.text.slice(0, 6)}`);
+    const answer = await out.next('the first line was not answered while the second was only partly written (a stall)');
+    assertTranslationJson(JSON.parse(answer), first);
+    child.stdin.end(`${second.text.slice(6)}\n`);
+    assertTranslationJson(JSON.parse(await out.next('the second line, once complete')), second);
+    assert.deepEqual(await exited, { code: 0, signal: null }, stderr);
+  } finally {
+    child.kill();
+  }
 });
 
 test('stdin: a bad line answers with an error in its place, the others are translated, exit 1', () => {
