@@ -9,6 +9,7 @@ import {
   byId, el, showError as showErrorIn, tokenLabel, continuesWord, statusLine, createModelLoader,
 } from '/app/ui.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
+import { mountModelControls } from '/app/widgets/model_controls.mjs';
 import { enableTab, watchPanel } from '/app/widgets/tablist.mjs';
 import { canvasToPng, entropyBits, escapeXml, exportBar, hideTip, legend, makeCellsInspectable, matrixRows,
          weightLines } from '/app/widgets/figure.mjs';
@@ -560,6 +561,7 @@ function renderStrip(caption) {
 // ---------------------------------------------------------------- set-up
 
 export function setupCaption({ entries, getModel, available }) {
+  mountModelControls('cap', { modelLabel: 'Captioner', beams: [1, 2, 3, 4, 5], beam: 3 });
   view.entries = entries;
   view.loader = createModelLoader({
     getModel, available, setStatus, noneText: 'No captioner yet.', isCurrent: (entry) => currentEntry() === entry,

@@ -10,6 +10,7 @@ import {
   byId, el, showError as showErrorIn, tokenLabel as pieceLabel, statusLine, createModelLoader,
 } from '/app/ui.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
+import { mountModelControls } from '/app/widgets/model_controls.mjs';
 import { renderSamples as renderSampleChips } from '/app/widgets/samples.mjs';
 import { enableTab, watchPanel } from '/app/widgets/tablist.mjs';
 import { canvasToPng, escapeXml, exportBar, hideTip, legend, matrixRows, showTip, weightLines } from '/app/widgets/figure.mjs';
@@ -746,6 +747,7 @@ function drawThumbnail(canvas, a, colour) {
  * time it is drawn (null: the result is gone), for the Attention explained tab's scaled dot-product panel.
  */
 export function setupSelfAttention({ entries, getModel, available, onNeuron = () => {} }) {
+  mountModelControls('sa', { modelLabel: 'Transformer', beams: [1, 2, 4], beam: 1 });
   view.entries = entries;
   view.onNeuron = onNeuron;
   view.getModel = getModel;

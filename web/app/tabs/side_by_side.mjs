@@ -10,7 +10,7 @@ import { drawHeatmap, drawHeatmapTools } from '/app/widgets/heatmap.mjs';
 import { drawBeamTree } from '/app/widgets/decoding.mjs';
 import { clipInput, splitSentences } from '/app/widgets/text.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
-import { modelControls } from '/app/widgets/model_controls.mjs';
+import { mountModelControls } from '/app/widgets/model_controls.mjs';
 import { publish, restoreFor } from '/app/share.mjs';
 
 export const PAIR_SAMPLES = [
@@ -113,7 +113,7 @@ const sideCard = (id) => el('article', { className: 'compare-card', attrs: { id,
 
 /** entries: the manifest's translators. Builds the tab's pickers and cards (index.html holds their places). */
 export function setupSideBySide({ entries, getModel, available }) {
-  byId('pair-controls').replaceWith(...modelControls('pair', { modelLabel: 'Model', beams: [1, 2, 4, 8], beam: 4 }));
+  mountModelControls('pair', { modelLabel: 'Model', beams: [1, 2, 4, 8], beam: 4 });
   byId('pair-grid').replaceChildren(sideCard('pair-a'), sideCard('pair-b'));
   const pickable = entries.filter((entry) => entry.group !== COMPARE_GROUP && entry.dtype !== 'f16');
   const select = byId('pair-model');

@@ -1,7 +1,7 @@
 // A tab's model and beam-width pickers and its status line, built for the tabs whose panel is made in JS, with the
 // ids the rest of the page expects of a prefix: #PREFIX-model, #PREFIX-beam (its label #PREFIX-beam-label) for
 // fillModelPicker() and the tab, and #PREFIX-status, #PREFIX-progress, #PREFIX-status-text for statusLine(prefix).
-import { el } from '/app/ui.mjs';
+import { byId, el } from '/app/ui.mjs';
 
 /** Fills a beam-width <select> with the widths offered (1 reads "1 (greedy)") and selects beam. */
 export function fillBeamOptions(select, beams, beam) {
@@ -27,4 +27,9 @@ export function modelControls(prefix, { modelLabel, beams, beam, status = '' }) 
       el('span', { text: status, attrs: { id: `${prefix}-status-text` } }),
     ]),
   ];
+}
+
+/** Puts modelControls(prefix, options) where index.html holds their place, #PREFIX-controls. */
+export function mountModelControls(prefix, options) {
+  byId(`${prefix}-controls`).replaceWith(...modelControls(prefix, options));
 }
