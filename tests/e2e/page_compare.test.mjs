@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { loadModel } from '../../web/lib/index.mjs';
 import { offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
-import { R, WIDTHS, close, isPhone, newPage as newPageOf, pageFits, row, runSelfAttention } from './page_helpers.mjs';
+import { R, WIDTHS, close, firstLineTip, isPhone, newPage as newPageOf, pageFits, row, runSelfAttention } from './page_helpers.mjs';
 
 const PAIR = ["The animal didn't cross the street because it was too tired.",
               "The animal didn't cross the street because it was too wide."];
@@ -157,13 +157,7 @@ for (const viewport of WIDTHS) {
     assert.equal(await page.locator('#sa-neuron [data-testid="legend"]').isVisible(), true);
 
     // A line's tooltip (keyboard: query 1, its first line) carries each head's raw score.
-    await page.getByTestId('sa-canvas').focus();
-    await page.keyboard.press('ArrowDown');
-    await page.keyboard.press('ArrowDown');
-    await page.keyboard.press('ArrowRight');
-    const tip = page.getByTestId('figure-tip');
-    await tip.waitFor({ state: 'visible' });
-    const tipText = await tip.textContent();
+    const tipText = await firstLineTip(page);
     for (let h = 0; h < heads; ++h) {
       const s = head(t.encoderSelfScores, layer, h).data[1 * S + 0];
       assert.ok(tipText.includes(`head ${h + 1}: weight`) && tipText.includes(`raw score ${s.toFixed(3)}`), tipText);

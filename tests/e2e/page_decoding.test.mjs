@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises';
 import { loadModel } from '../../web/lib/index.mjs';
 import { offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
-import { R, WIDTHS, close, copiedJson, downloadOf, isPhone, newPage as newPageOf, pageFits, row, tap } from './page_helpers.mjs';
+import { R, WIDTHS, assertStepperFits, close, copiedJson, downloadOf, isPhone, newPage as newPageOf, pageFits, row, tap } from './page_helpers.mjs';
 
 const SENTENCE = 'A dog runs.';
 const SPEECH_MODEL = 'models/weights/speech-las.q8_0.gguf';  // the shipped interim recognizer
@@ -173,11 +173,7 @@ for (const viewport of WIDTHS) {
                                expected[1].beamTree.nodes.length, { timeout: 10_000 });
     assert.equal(await treeBox.locator('.beam-node:not([data-winner])').count(), 0);
 
-    if (phone) {
-      assert.ok(await pageFits(page), 'the page is wider than the phone');
-      const controls = await stepper.locator('.step-controls').boundingBox();
-      assert.ok(controls.x >= 0 && controls.x + controls.width <= viewport.width, 'the controls overflow the phone');
-    }
+    await assertStepperFits(page, stepper, viewport);
     assert.deepEqual(errors, []);
     assert.deepEqual(offsiteRequests(site.requests, origin), []);
     await page.close();
@@ -269,11 +265,7 @@ for (const viewport of WIDTHS) {
     await stepper.getByTestId('step-all').click();
     assert.equal(await stepper.getAttribute('data-step'), '');
 
-    if (phone) {
-      assert.ok(await pageFits(page), 'the page is wider than the phone');
-      const controls = await stepper.locator('.step-controls').boundingBox();
-      assert.ok(controls.x >= 0 && controls.x + controls.width <= viewport.width, 'the controls overflow the phone');
-    }
+    await assertStepperFits(page, stepper, viewport);
     assert.deepEqual(errors, []);
     assert.deepEqual(offsiteRequests(site.requests, origin), []);
     await page.close();

@@ -12,7 +12,7 @@ import { inflateSync } from 'node:zlib';
 import { loadModel } from '../../web/lib/index.mjs';
 import { offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
-import { R, WIDTHS, copiedJson, downloadOf, isPhone, newPage as newPageOf, row, runSelfAttention, tap } from './page_helpers.mjs';
+import { R, WIDTHS, copiedJson, downloadOf, firstLineTip, isPhone, newPage as newPageOf, row, runSelfAttention, tap } from './page_helpers.mjs';
 
 const SENTENCE = 'A dog runs.';
 
@@ -280,13 +280,7 @@ for (const viewport of WIDTHS) {
     await runSelfAttention(page, origin, text, t.text);
 
     // Keyboard: pick query 1 (down twice from none), then walk its lines: the tooltip has every head's weight.
-    await page.getByTestId('sa-canvas').focus();
-    await page.keyboard.press('ArrowDown');
-    await page.keyboard.press('ArrowDown');
-    await page.keyboard.press('ArrowRight');
-    const tip = page.getByTestId('figure-tip');
-    await tip.waitFor({ state: 'visible' });
-    const tipText = await tip.textContent();
+    const tipText = await firstLineTip(page);
     const e = t.encoderSelfAttention;
     for (let h = 0; h < e.heads; ++h) {
       const w = e.data[((0 * e.heads + h) * e.rows + 1) * e.cols + 0];

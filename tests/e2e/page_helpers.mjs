@@ -1,6 +1,7 @@
 // What the page tests (page_*.test.mjs) share: the two viewports issue 23 asks for, a page that records its console
 // errors, a real touch tap, a download's name and bytes, the JSON a figure's export bar copies, whether the page
-// fits the viewport's width, and two readers of the module's numbers.
+// (and a stepper's controls) fit the viewport's width, the Self-attention tab run on a sentence and its first line's
+// tooltip, and two readers of the module's numbers.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 
@@ -60,4 +61,23 @@ export async function runSelfAttention(page, origin, text, output) {
   await page.fill('#sa-input', text);
   await page.click('#sa-run');
   await page.waitForFunction((out) => document.getElementById('sa-output').textContent === out, output, { timeout: 30_000 });
+}
+
+/** The tooltip text of the head view's first line from query 1 (the keyboard: down twice from none, then right). */
+export async function firstLineTip(page) {
+  await page.getByTestId('sa-canvas').focus();
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowRight');
+  const tip = page.getByTestId('figure-tip');
+  await tip.waitFor({ state: 'visible' });
+  return tip.textContent();
+}
+
+/** On a phone: the page and the stepper's controls fit the viewport's width. */
+export async function assertStepperFits(page, stepper, viewport) {
+  if (!isPhone(viewport)) return;
+  assert.ok(await pageFits(page), 'the page is wider than the phone');
+  const controls = await stepper.locator('.step-controls').boundingBox();
+  assert.ok(controls.x >= 0 && controls.x + controls.width <= viewport.width, 'the controls overflow the phone');
 }
