@@ -251,9 +251,16 @@ void append_rows(const Rows& rows, std::vector<float>& out) {
 
 namespace {
 
+// The tokenizers of a translator file.
+struct Tokenizers {
+    const text::Tokenizer& source;
+    const text::Tokenizer& target;
+};
+
 // What a translator's search result decides in a Translation, alike for one text and for several.
-void take_hypothesis(Translation& result, decode::Hypothesis&& best, const text::Tokenizer& source,
-                     const text::Tokenizer& target, int source_eos, const decode::SearchOptions& search) {
+void take_hypothesis(Translation& result, decode::Hypothesis&& best, Tokenizers tokenizers, int source_eos,
+                     const decode::SearchOptions& search) {
+    const text::Tokenizer &source = tokenizers.source, &target = tokenizers.target;
     result.target_ids = std::move(best.tokens);
     result.text = target.decode(result.target_ids);
     result.source_tokens = source.pieces_of(result.source_ids);
@@ -289,104 +296,121 @@ void take_encoding(Translation& result, const models::Transformer& model, const 
     }
 }
 
-}  // namespace
+// The two translator families, told apart in one place: how a sentence is encoded, and the decoders over one
+// encoded sentence and over several.
+template <class Translator>
+struct Family;
 
-Translation Model::translate(const std::string& text, const TranslateOptions& options) const {
-    const Impl& m = *impl_;
-    check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate", ErrorKind::task);
-    const decode::SearchOptions search = search_options(options);
-    const int source_eos = m.rnn ? (m.rnn->config.source_eos ? m.rnn->eos : -1)
-                                 : (m.transformer->config.source_eos ? m.transformer->eos : -1);
-    Translation result;
-    result.source_ids = m.rnn ? encode_source(*m.source_tokenizer, text, m.rnn->config.source_eos, m.rnn->eos)
-                              : encode_source(*m.source_tokenizer, text, m.transformer->config.source_eos,
-                                              m.transformer->eos);
-    if (m.rnn) {
-        const models::RnnEncoded encoded = models::rnn_encode(*m.rnn, result.source_ids);
-        take_hypothesis(result, decode::search(models::RnnDecoder(*m.rnn, encoded), search), *m.source_tokenizer,
-                        *m.target_tokenizer, source_eos, search);
-        take_encoding(result, *m.rnn, encoded);
-    } else {
-        const models::TransformerEncoded encoded =
-            models::transformer_encode(*m.transformer, result.source_ids, options.query_key);
-        take_hypothesis(result, decode::search(models::TransformerDecoder(*m.transformer, encoded), search),
-                        *m.source_tokenizer, *m.target_tokenizer, source_eos, search);
-        take_encoding(result, *m.transformer, encoded);
+template <>
+struct Family<models::RnnSeq2Seq> {
+    using Encoded = models::RnnEncoded;
+    using Decoder = models::RnnDecoder;
+    using SentencesDecoder = models::RnnSentencesDecoder;
+    static Encoded encode(const models::RnnSeq2Seq& model, const std::vector<int32_t>& ids, bool /*query_key*/) {
+        return models::rnn_encode(model, ids);
     }
-    return result;
+};
+
+template <>
+struct Family<models::Transformer> {
+    using Encoded = models::TransformerEncoded;
+    using Decoder = models::TransformerDecoder;
+    using SentencesDecoder = models::TransformerSentencesDecoder;
+    static Encoded encode(const models::Transformer& model, const std::vector<int32_t>& ids, bool query_key) {
+        return models::transformer_encode(model, ids, query_key);
+    }
+};
+
+template <class Translator>
+int source_eos(const Translator& model) {
+    return model.config.source_eos ? model.eos : -1;
 }
 
-namespace {
+template <class Translator>
+std::vector<int32_t> source_ids(const Translator& model, const text::Tokenizer& tokenizer, const std::string& text) {
+    return encode_source(tokenizer, text, model.config.source_eos, model.eos);
+}
+
+template <class Translator>
+Translation translate_text(const Translator& model, Tokenizers tokenizers, const std::string& text,
+                           const TranslateOptions& options) {
+    const decode::SearchOptions search = search_options(options);
+    Translation result;
+    result.source_ids = source_ids(model, tokenizers.source, text);
+    const typename Family<Translator>::Encoded encoded =
+        Family<Translator>::encode(model, result.source_ids, options.query_key);
+    take_hypothesis(result, decode::search(typename Family<Translator>::Decoder(model, encoded), search), tokenizers,
+                    source_eos(model), search);
+    take_encoding(result, model, encoded);
+    return result;
+}
 
 // An error about texts[index], naming it, of the same kind.
 [[noreturn]] void fail_at(std::size_t index, const Error& error) {
     throw Error("texts[" + std::to_string(index) + "]: " + error.what(), error.kind());
 }
 
-}  // namespace
-
-std::vector<Translation> Model::translate(const std::vector<std::string>& texts, const TranslateOptions& options) const {
-    const Impl& m = *impl_;
-    check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate", ErrorKind::task);
+template <class Translator>
+std::vector<Translation> translate_texts(const Translator& model, Tokenizers tokenizers,
+                                         const std::vector<std::string>& texts, const TranslateOptions& options) {
+    using Encoded = typename Family<Translator>::Encoded;
     const decode::SearchOptions search = search_options(options);
     std::vector<Translation> results(texts.size());
     if (options.query_key) {  // the query/key extra comes from the one-sentence path only
         for (std::size_t i = 0; i < texts.size(); ++i) {
             try {
-                results[i] = translate(texts[i], options);
+                results[i] = translate_text(model, tokenizers, texts[i], options);
             } catch (const Error& error) {
                 fail_at(i, error);
             }
         }
         return results;
     }
-    const int source_eos = m.rnn ? (m.rnn->config.source_eos ? m.rnn->eos : -1)
-                                 : (m.transformer->config.source_eos ? m.transformer->eos : -1);
     // Every text is checked before any is translated, so a bad one costs nothing.
     std::vector<int> lengths(texts.size());
     for (std::size_t i = 0; i < texts.size(); ++i) {
         try {
-            results[i].source_ids = m.rnn ? encode_source(*m.source_tokenizer, texts[i], m.rnn->config.source_eos, m.rnn->eos)
-                                          : encode_source(*m.source_tokenizer, texts[i], m.transformer->config.source_eos,
-                                                          m.transformer->eos);
+            results[i].source_ids = source_ids(model, tokenizers.source, texts[i]);
         } catch (const Error& error) {
             fail_at(i, error);
         }
         lengths[i] = static_cast<int>(results[i].source_ids.size());
     }
     for (const std::vector<int>& bucket : decode::length_buckets(lengths, search.beam)) {
-        std::vector<decode::Hypothesis> best;
-        if (m.rnn) {
-            std::vector<models::RnnEncoded> encoded;
-            std::vector<const models::RnnEncoded*> sentences;
-            encoded.reserve(bucket.size());
-            for (int i : bucket) {
-                encoded.push_back(models::rnn_encode(*m.rnn, results[i].source_ids));
-                sentences.push_back(&encoded.back());
-            }
-            best = decode::search_sentences(models::RnnSentencesDecoder(*m.rnn, sentences), search);
-            for (std::size_t k = 0; k < bucket.size(); ++k) {
-                Translation& result = results[bucket[k]];
-                take_hypothesis(result, std::move(best[k]), *m.source_tokenizer, *m.target_tokenizer, source_eos, search);
-                take_encoding(result, *m.rnn, encoded[k]);
-            }
-        } else {
-            std::vector<models::TransformerEncoded> encoded;
-            std::vector<const models::TransformerEncoded*> sentences;
-            encoded.reserve(bucket.size());
-            for (int i : bucket) {
-                encoded.push_back(models::transformer_encode(*m.transformer, results[i].source_ids));
-                sentences.push_back(&encoded.back());
-            }
-            best = decode::search_sentences(models::TransformerSentencesDecoder(*m.transformer, sentences), search);
-            for (std::size_t k = 0; k < bucket.size(); ++k) {
-                Translation& result = results[bucket[k]];
-                take_hypothesis(result, std::move(best[k]), *m.source_tokenizer, *m.target_tokenizer, source_eos, search);
-                take_encoding(result, *m.transformer, encoded[k]);
-            }
+        std::vector<Encoded> encoded;
+        std::vector<const Encoded*> sentences;
+        encoded.reserve(bucket.size());
+        for (int i : bucket) {
+            encoded.push_back(Family<Translator>::encode(model, results[i].source_ids, false));
+            sentences.push_back(&encoded.back());
+        }
+        std::vector<decode::Hypothesis> best =
+            decode::search_sentences(typename Family<Translator>::SentencesDecoder(model, sentences), search);
+        for (std::size_t k = 0; k < bucket.size(); ++k) {
+            Translation& result = results[bucket[k]];
+            take_hypothesis(result, std::move(best[k]), tokenizers, source_eos(model), search);
+            take_encoding(result, model, encoded[k]);
         }
     }
     return results;
+}
+
+}  // namespace
+
+Translation Model::translate(const std::string& text, const TranslateOptions& options) const {
+    const Impl& m = *impl_;
+    check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate", ErrorKind::task);
+    const Tokenizers tokenizers{*m.source_tokenizer, *m.target_tokenizer};
+    return m.rnn ? translate_text(*m.rnn, tokenizers, text, options)
+                 : translate_text(*m.transformer, tokenizers, text, options);
+}
+
+std::vector<Translation> Model::translate(const std::vector<std::string>& texts, const TranslateOptions& options) const {
+    const Impl& m = *impl_;
+    check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate", ErrorKind::task);
+    const Tokenizers tokenizers{*m.source_tokenizer, *m.target_tokenizer};
+    return m.rnn ? translate_texts(*m.rnn, tokenizers, texts, options)
+                 : translate_texts(*m.transformer, tokenizers, texts, options);
 }
 
 namespace {

@@ -1,5 +1,6 @@
-// Greedy and beam search (src/attnlab/decode/search.cpp) on a toy decoder whose next-token distribution is a
-// fixed table of the prefix, so every expected answer below is worked out by hand from those probabilities.
+// Greedy and beam search (src/attnlab/decode/search.cpp, batched.hpp) on a toy decoder whose next-token
+// distribution is a fixed table of the prefix, so every expected answer below is worked out by hand from those
+// probabilities.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "attnlab/decode/batched.hpp"
 #include "attnlab/decode/search.hpp"
 #include "attnlab/error.hpp"
 
@@ -220,6 +222,55 @@ TEST_CASE("search: no_repeat_ngram steers greedy and beam away from repeats; log
     }
     CHECK(h.log_probability == doctest::Approx(log_p).epsilon(1e-5));
     CHECK(h.log_probability == doctest::Approx(3 * std::log(0.7) + std::log(0.3)).epsilon(1e-5));  // the best allowed
+}
+
+namespace {
+
+// Ranks a candidate by its Σ log p plus log 10 for the first A of its prefix; which rows already hold an A it
+// learns only from select(), so the bonus comes once a hypothesis only if the back-pointers reach it right.
+struct FirstABonus {
+    using Score = double;
+    std::vector<bool> has_a{false};
+    void score_row(int row, double row_score, const float* log_p, int vocab, double* scores) const {
+        for (int v = 0; v < vocab; ++v)
+            scores[v] = row_score + log_p[v] + (v == A && !has_a[row] ? std::log(10.0) : 0.0);
+    }
+    void select(const int32_t* parents, const int32_t* tokens, int count) {
+        std::vector<bool> next;
+        for (int i = 0; i < count; ++i) next.push_back(has_a[parents[i]] || tokens[i] == A);
+        has_a = next;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("search: a beam scorer decides the ranking; log p stays the model's; the plain scorer is beam_search") {
+    const ToyDecoder decoder(greedy_trap);
+    decode::SearchOptions o = options(2);
+    o.record_tree = true;
+    const decode::Hypothesis plain = decode::beam_search_scored(decoder, o, decode::LogProbabilityScorer{});
+    const decode::Hypothesis reference = decode::beam_search(decoder, o);
+    CHECK(plain.tokens == reference.tokens);
+    CHECK(plain.score == reference.score);
+    CHECK(plain.tree.nodes.size() == reference.tree.nodes.size());
+
+    // Step 0 keeps A (log .5 + log 10) and B (log .4). Step 1: A EOS (log .5 + log 10 + log .4) finishes; A A and
+    // A B (no second bonus) stay; B EOS (log .36) ranks below them. Step 2: A A EOS finishes second, at
+    // (log .5 + log 10 + log .3 + log .9) / 3, below A EOS's score over 2.
+    const decode::Hypothesis h = decode::beam_search_scored(decoder, o, FirstABonus{});
+    CHECK(h.tokens == std::vector<int32_t>{A});
+    CHECK(h.finished);
+    CHECK(h.log_probability == doctest::Approx(std::log(0.5 * 0.4)).epsilon(1e-5));
+    CHECK(h.score == doctest::Approx((std::log(0.5 * 0.4) + std::log(10.0)) / 2).epsilon(1e-5));
+    REQUIRE(h.tree.winner >= 0);
+    const decode::TreeNode& winner = h.tree.nodes[static_cast<std::size_t>(h.tree.winner)];
+    CHECK(winner.token == kEos);
+    CHECK(winner.cumulative == doctest::Approx(h.log_probability).epsilon(1e-6));
+    CHECK(winner.score == doctest::Approx(h.score).epsilon(1e-6));
+    int finished = 0;
+    for (const decode::TreeNode& node : h.tree.nodes) finished += node.finished ? 1 : 0;
+    CHECK(finished == 2);
+    CHECK(h.tree.nodes.back().step == 2);
 }
 
 TEST_CASE("search: bad options are attnlab::Error") {

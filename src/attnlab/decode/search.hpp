@@ -71,6 +71,21 @@ public:
     virtual void select_batch(DecoderBatch& batch, const int32_t* parents, int count) const;
 };
 
+// What a model's Decoder over one encoded source shares: the model's BOS and EOS, and the encoding (kept by
+// reference: it must outlive the decoder), whose `memory` [S, ...] is as long as the source.
+template <class Model, class Encoded>
+class EncodedDecoder : public Decoder {
+public:
+    EncodedDecoder(const Model& model, const Encoded& encoded) : model_(model), encoded_(encoded) {}
+    int bos() const override { return model_.bos; }
+    int eos() const override { return model_.eos; }
+    int source_length() const override { return static_cast<int>(encoded_.memory.shape()[0]); }
+
+protected:
+    const Model& model_;
+    const Encoded& encoded_;
+};
+
 constexpr int kMaxBeam = 64;           // the widest SearchOptions::beam
 constexpr int kMinNoRepeatNgram = 2;  // the shortest n-gram a caller may ban: 1 would ban every repeated token
 constexpr int kMaxNoRepeatNgram = 8;  // the longest n-gram SearchOptions::no_repeat_ngram may name
@@ -122,22 +137,8 @@ struct Hypothesis {
 
 int max_target_length(const SearchOptions& options, int source_length);
 
-// The decisions both batched searches and search_sentences (sentences.hpp) take, shared so that they take them alike.
-// Throws attnlab::Error on bad options (beam < 1 or > 64, negative limits).
+// Throws attnlab::Error on bad options (beam < 1 or > 64, negative limits); every search checks its options so.
 void validate(const SearchOptions& options);
-// Chooses the next token from one row of logits [vocab] exactly as the batch-1 greedy search does; the row ends as
-// log-probabilities.
-int32_t choose_greedy(float* logits, int vocab, const std::vector<int32_t>& tokens, int no_repeat_ngram);
-struct Candidate {
-    float log_probability;
-    int beam;  // the row it continues
-    int32_t token;
-};
-// The order the beam keeps candidates in: higher log p first, then the lower beam, then the lower token.
-bool ranks_before(const Candidate& a, const Candidate& b);
-// Appends to `best` the `keep` candidates of one row that rank first (values [vocab] are the candidates' log p):
-// the overall best `keep` are among the rows' best `keep`, so the beam never sorts rows × vocab entries.
-void best_of_row(const float* values, int vocab, int beam, std::size_t keep, std::vector<Candidate>& best);
 
 // Throws attnlab::Error on bad options (beam < 1 or > 64, negative limits).
 Hypothesis greedy_search(const Decoder& decoder, const SearchOptions& options);

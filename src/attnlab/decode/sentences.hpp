@@ -3,7 +3,10 @@
 // sentence, so a step reads each weight once for all of them, while each row attends over its own sentence's
 // source only. Per sentence the search takes the decisions greedy_search / beam_search take on that sentence
 // alone (batched), so its tokens, stop and attention are the same up to the summation order of the larger GEMMs.
+#include <algorithm>
+#include <cstddef>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "attnlab/decode/search.hpp"
@@ -28,6 +31,36 @@ public:
                             BatchOutput& out) const = 0;
     // Row r becomes what row parents[r] was, for r < count (Decoder::select_batch).
     virtual void select_batch(DecoderBatch& batch, const int32_t* parents, int count) const = 0;
+};
+
+// What the models' SentencesDecoders share: the model's BOS and EOS, and its encoded sentences (kept by pointer:
+// they must outlive the decoder), each `memory` [S, ...] as long as its source.
+template <class Model, class Encoded>
+class EncodedSentences : public SentencesDecoder {
+public:
+    EncodedSentences(const Model& model, std::vector<const Encoded*> sentences)
+        : model_(model), sentences_(std::move(sentences)) {
+        for (const Encoded* encoded : sentences_) longest_ = std::max(longest_, length_of(*encoded));
+    }
+    int sentences() const override { return static_cast<int>(sentences_.size()); }
+    int bos() const override { return model_.bos; }
+    int eos() const override { return model_.eos; }
+    int source_length(int sentence) const override { return length_of(*sentence_at(sentence)); }
+
+protected:
+    const Encoded* sentence_at(int sentence) const { return sentences_.at(static_cast<std::size_t>(sentence)); }
+    // sources[r] = the encoded sentence of row r, for r < rows.
+    void sources_of(const int* sentence_of_row, int rows, std::vector<const Encoded*>& sources) const {
+        sources.clear();
+        for (int r = 0; r < rows; ++r) sources.push_back(sentence_at(sentence_of_row[r]));
+    }
+
+    const Model& model_;
+    std::vector<const Encoded*> sentences_;
+    int longest_ = 0;  // the widest source: the batch's attention width
+
+private:
+    static int length_of(const Encoded& encoded) { return static_cast<int>(encoded.memory.shape()[0]); }
 };
 
 // The best hypothesis of every sentence of the decoder, in its order, as search() finds it for each one alone

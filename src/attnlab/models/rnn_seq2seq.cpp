@@ -104,29 +104,34 @@ RnnEncoded rnn_encode(const RnnSeq2Seq& model, const std::vector<int32_t>& sourc
     return out;
 }
 
-void rnn_step(const RnnSeq2Seq& model, const RnnEncoded& encoded, int32_t token, const float* state,
-              float* next_state, decode::StepOutput& out) {
-    const RnnSeq2SeqConfig& c = model.config;
-    const int memory = 2 * c.encoder_hidden;
-    // x = [E_tgt[y_{i-1}] ; c_i] is the GRU input; the deep output reads [s_i ; c_i ; E_tgt[y_{i-1}]].
-    std::vector<float> gru_input(static_cast<std::size_t>(c.embedding + memory));   // [emb + 2E]
-    std::vector<float> deep_input(static_cast<std::size_t>(c.decoder_hidden + memory + c.embedding));
+void gru_deep_output_step(const nn::Linear& embedding, const nn::GRUCell& gru, const nn::Linear& deep_output,
+                          const nn::Linear& output, int32_t token, const Vector& context, const float* state,
+                          int hidden, float* next_state, std::vector<float>& logits) {
+    const int emb = embedding.in, memory = static_cast<int>(context.size());
+    std::vector<float> gru_input(static_cast<std::size_t>(emb + memory));  // [emb + 2E]
+    std::vector<float> deep_input(static_cast<std::size_t>(hidden + memory + emb));
     float* embedded = gru_input.data();
-    embedding_row(model.target_embedding, token, embedded);
+    embedding_row(embedding, token, embedded);
+    std::copy(context.begin(), context.end(), gru_input.begin() + emb);
+    nn::gru_step(gru, gru_input.data(), state, next_state);
 
-    nn::AttentionResult attention = nn::attend(model.attention, encoded.keys, state, encoded.memory, nullptr);
-    std::copy(attention.context.begin(), attention.context.end(), gru_input.begin() + c.embedding);
-    nn::gru_step(model.decoder, gru_input.data(), state, next_state);
-
-    std::copy(next_state, next_state + c.decoder_hidden, deep_input.begin());
-    std::copy(attention.context.begin(), attention.context.end(), deep_input.begin() + c.decoder_hidden);
-    std::copy(embedded, embedded + c.embedding, deep_input.begin() + c.decoder_hidden + memory);
-    std::vector<float> t(static_cast<std::size_t>(c.embedding));  // [emb]
-    nn::linear(model.deep_output, deep_input.data(), 1, t.data());
+    std::copy(next_state, next_state + hidden, deep_input.begin());
+    std::copy(context.begin(), context.end(), deep_input.begin() + hidden);
+    std::copy(embedded, embedded + emb, deep_input.begin() + hidden + memory);
+    std::vector<float> t(static_cast<std::size_t>(emb));  // [emb]
+    nn::linear(deep_output, deep_input.data(), 1, t.data());
     kernels::activate(t.data(), t.size(), kernels::Activation::tanh);
 
-    out.logits.resize(static_cast<std::size_t>(c.target_vocab));
-    nn::linear(model.target_embedding, t.data(), 1, out.logits.data());
+    logits.resize(static_cast<std::size_t>(output.out));
+    nn::linear(output, t.data(), 1, logits.data());
+}
+
+void rnn_step(const RnnSeq2Seq& model, const RnnEncoded& encoded, int32_t token, const float* state,
+              float* next_state, decode::StepOutput& out) {
+    nn::AttentionResult attention = nn::attend(model.attention, encoded.keys, state, encoded.memory, nullptr);
+    // The output projection is tied to the target embedding.
+    gru_deep_output_step(model.target_embedding, model.decoder, model.deep_output, model.target_embedding, token,
+                         attention.context, state, model.config.decoder_hidden, next_state, out.logits);
     out.weights.assign(attention.weights.begin(), attention.weights.end());
     out.scores.assign(attention.scores.begin(), attention.scores.end());
     out.context.assign(attention.context.begin(), attention.context.end());
@@ -257,15 +262,6 @@ RnnSentencesBatch& rnn_sentences_batch(decode::DecoderBatch& batch) {
 
 }  // namespace
 
-RnnSentencesDecoder::RnnSentencesDecoder(const RnnSeq2Seq& model, std::vector<const RnnEncoded*> sentences)
-    : model_(model), sentences_(std::move(sentences)) {
-    for (const RnnEncoded* encoded : sentences_) longest_ = std::max(longest_, static_cast<int>(encoded->memory.shape()[0]));
-}
-
-int RnnSentencesDecoder::source_length(int sentence) const {
-    return static_cast<int>(sentences_.at(static_cast<std::size_t>(sentence))->memory.shape()[0]);
-}
-
 std::unique_ptr<decode::DecoderBatch> RnnSentencesDecoder::start_batch(const int* sentence_of_row, int rows,
                                                                        int capacity) const {
     const std::size_t H = static_cast<std::size_t>(model_.config.decoder_hidden);
@@ -275,8 +271,7 @@ std::unique_ptr<decode::DecoderBatch> RnnSentencesDecoder::start_batch(const int
     batch->next_states.resize(batch->capacity * H);
     batch->sources.reserve(batch->capacity);
     for (int r = 0; r < rows; ++r)
-        std::copy_n(sentences_.at(static_cast<std::size_t>(sentence_of_row[r]))->initial_state.data(), H,
-                    batch->states.data() + r * H);
+        std::copy_n(sentence_at(sentence_of_row[r])->initial_state.data(), H, batch->states.data() + r * H);
     batch->scratch.reserve(model_.config, batch->capacity);
     batch->rows = rows;
     return batch;
@@ -287,8 +282,7 @@ void RnnSentencesDecoder::step_batch(decode::DecoderBatch& batch, const int32_t*
     RnnSentencesBatch& b = rnn_sentences_batch(batch);
     const RnnSeq2SeqConfig& c = model_.config;
     out.reshape(b.rows, c.target_vocab, longest_, 2 * c.encoder_hidden);
-    b.sources.clear();
-    for (int r = 0; r < b.rows; ++r) b.sources.push_back(sentences_.at(static_cast<std::size_t>(sentence_of_row[r])));
+    sources_of(sentence_of_row, b.rows, b.sources);
     rnn_step_rows_each(model_, b.sources.data(), tokens, b.rows, b.states.data(), b.next_states.data(),
                        out.logits.data(), out.weights.data(), out.scores.data(), longest_, out.context.data(),
                        b.scratch);

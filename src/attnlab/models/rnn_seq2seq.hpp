@@ -92,44 +92,35 @@ void rnn_step_rows_each(const RnnSeq2Seq& model, const RnnEncoded* const* source
                         int stride, float* context, RnnStepScratch& scratch);
 
 // Adapts the model and one encoded sentence to the search.
-class RnnDecoder : public decode::Decoder {
+class RnnDecoder : public decode::EncodedDecoder<RnnSeq2Seq, RnnEncoded> {
 public:
-    RnnDecoder(const RnnSeq2Seq& model, const RnnEncoded& encoded) : model_(model), encoded_(encoded) {}
-    int bos() const override { return model_.bos; }
-    int eos() const override { return model_.eos; }
-    int source_length() const override { return static_cast<int>(encoded_.memory.shape()[0]); }
+    using EncodedDecoder::EncodedDecoder;
     decode::StatePtr initial_state() const override;
     decode::StatePtr step(const decode::DecoderState& state, int32_t token, decode::StepOutput& out) const override;
     // All rows in one pass over the weights (rnn_step_rows); states as a [rows, H] matrix.
     std::unique_ptr<decode::DecoderBatch> start_batch(int capacity) const override;
     void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, decode::BatchOutput& out) const override;
     void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
-
-private:
-    const RnnSeq2Seq& model_;
-    const RnnEncoded& encoded_;
 };
 
-// Several encoded sentences for decode::search_sentences (kept by pointer: they must outlive the decoder).
-class RnnSentencesDecoder : public decode::SentencesDecoder {
+// Several encoded sentences for decode::search_sentences.
+class RnnSentencesDecoder : public decode::EncodedSentences<RnnSeq2Seq, RnnEncoded> {
 public:
-    RnnSentencesDecoder(const RnnSeq2Seq& model, std::vector<const RnnEncoded*> sentences);
-    int sentences() const override { return static_cast<int>(sentences_.size()); }
-    int bos() const override { return model_.bos; }
-    int eos() const override { return model_.eos; }
-    int source_length(int sentence) const override;
+    using EncodedSentences::EncodedSentences;
     std::unique_ptr<decode::DecoderBatch> start_batch(const int* sentence_of_row, int rows, int capacity) const override;
     void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, const int* sentence_of_row,
                     decode::BatchOutput& out) const override;
     void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
-
-private:
-    const RnnSeq2Seq& model_;
-    std::vector<const RnnEncoded*> sentences_;
-    int longest_ = 0;  // the widest source: the batch's attention width
 };
 
 // Copies row `id` of an embedding table (f32 or Q8_0) into out [emb]; throws on an id outside the table.
 void embedding_row(const nn::Linear& table, int32_t id, float* out);
+
+// The decoder step the RNN translator and the speech recognizer's speller share once the attention has given
+// c_i (context [2E]): s_i = GRU([E[y_{i-1}] ; c_i], s_{i-1}) into next_state [hidden] (may not alias state), and
+// logits [V] = output · tanh(deep_output · [s_i ; c_i ; E[y_{i-1}]]).
+void gru_deep_output_step(const nn::Linear& embedding, const nn::GRUCell& gru, const nn::Linear& deep_output,
+                          const nn::Linear& output, int32_t token, const Vector& context, const float* state,
+                          int hidden, float* next_state, std::vector<float>& logits);
 
 }  // namespace attnlab::models

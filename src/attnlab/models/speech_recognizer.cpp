@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "attnlab/decode/batched.hpp"
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
 #include "attnlab/kernels/kernels.hpp"
@@ -156,28 +157,10 @@ std::vector<float> first_weights(const SpeechEncoded& encoded) {
 
 void speech_step(const SpeechRecognizer& model, const SpeechEncoded& encoded, int32_t token, const float* state,
                  const float* previous_weights, float* next_state, decode::StepOutput& out) {
-    const SpeechRecognizerConfig& c = model.config;
-    const int memory = 2 * c.encoder_hidden;
-    // x = [E[y_{i-1}] ; c_i] is the GRU input; the deep output reads [s_i ; c_i ; E[y_{i-1}]].
-    std::vector<float> gru_input(static_cast<std::size_t>(c.embedding + memory));   // [emb + 2E]
-    std::vector<float> deep_input(static_cast<std::size_t>(c.decoder_hidden + memory + c.embedding));
-    float* embedded = gru_input.data();
-    embedding_row(model.embedding, token, embedded);
-
     nn::LocationAttentionResult attention = nn::location_attend(model.attention, encoded.keys, state, previous_weights,
                                                                 encoded.annotations, nullptr);
-    std::copy(attention.context.begin(), attention.context.end(), gru_input.begin() + c.embedding);
-    nn::gru_step(model.speller, gru_input.data(), state, next_state);
-
-    std::copy(next_state, next_state + c.decoder_hidden, deep_input.begin());
-    std::copy(attention.context.begin(), attention.context.end(), deep_input.begin() + c.decoder_hidden);
-    std::copy(embedded, embedded + c.embedding, deep_input.begin() + c.decoder_hidden + memory);
-    std::vector<float> t(static_cast<std::size_t>(c.embedding));  // [emb]
-    nn::linear(model.deep_output, deep_input.data(), 1, t.data());
-    kernels::activate(t.data(), t.size(), kernels::Activation::tanh);
-
-    out.logits.resize(static_cast<std::size_t>(c.vocab));
-    nn::linear(model.output, t.data(), 1, out.logits.data());
+    gru_deep_output_step(model.embedding, model.speller, model.deep_output, model.output, token, attention.context,
+                         state, model.config.decoder_hidden, next_state, out.logits);
     out.weights.assign(attention.weights.begin(), attention.weights.end());
     out.scores.assign(attention.scores.begin(), attention.scores.end());
     out.context.assign(attention.context.begin(), attention.context.end());
@@ -279,21 +262,84 @@ void extend_ctc_prefix(const Matrix& log_probabilities, int blank, const CtcPref
     }
 }
 
-struct JointBeam {
-    Vector s;                     // s_{i-1} [H]
-    std::vector<float> weights;   // a_{i-1} [S]
-    int32_t last_token;
-    double score;                 // (1 − λ) Σ log p_att + λ log p_ctc(prefix)
-    double attention_log_probability;
-    std::shared_ptr<const CtcPrefix> ctc;
-    std::vector<int32_t> tokens;
-    std::vector<std::vector<float>> attention, scores, context;
-};
+// The joint search's ranking (decode::BeamSearch's scorer): a candidate's score is
+//   (1 − λ) Σ log p_att + λ log p_ctc(prefix)
+// in double, from the CTC forward variables each live row's prefix keeps.
+class JointScorer {
+public:
+    using Score = double;
 
-struct JointCandidate {
-    double score;
-    int beam;
-    int32_t token;
+    JointScorer(const SpeechRecognizer& model, const SpeechEncoded& encoded, float ctc_weight)
+        : model_(model), ctc_(encoded.ctc_log_probabilities), frames_(rows(encoded.ctc_log_probabilities)),
+          lambda_(ctc_weight), attention_share_(1.0 - lambda_), extend_(static_cast<std::size_t>(model.config.vocab)) {
+        auto empty = std::make_shared<CtcPrefix>();
+        empty->ending_in_label.assign(static_cast<std::size_t>(frames_), kNoPath);
+        empty->ending_in_blank.resize(static_cast<std::size_t>(frames_));
+        double blanks_so_far = 0.0;
+        for (int t = 0; t < frames_; ++t) {
+            blanks_so_far += ctc_(t, model.pad);
+            empty->ending_in_blank[t] = blanks_so_far;
+        }
+        rows_.push_back({std::move(empty), 0, -1});
+    }
+
+    void score_row(int row, double row_score, const float* log_p, int vocab, double* scores) {
+        const int S = frames_;
+        if (prefix_scores_.size() < rows_.size()) {
+            prefix_scores_.resize(rows_.size());
+            labels_.resize(rows_.size());
+            blanks_.resize(rows_.size());
+        }
+        const Row& prefix = rows_[static_cast<std::size_t>(row)];
+        std::vector<double>& prefix_scores = prefix_scores_[static_cast<std::size_t>(row)];
+        for (int v = 0; v < vocab; ++v) extend_[v] = std::isfinite(log_p[v]) && v != model_.eos;
+        prefix_scores.assign(static_cast<std::size_t>(vocab), kNoPath);
+        labels_[static_cast<std::size_t>(row)].resize(static_cast<std::size_t>(vocab) * S);
+        blanks_[static_cast<std::size_t>(row)].resize(static_cast<std::size_t>(vocab) * S);
+        extend_ctc_prefix(ctc_, model_.pad, *prefix.ctc, prefix.length, prefix.last, extend_, prefix_scores,
+                          labels_[static_cast<std::size_t>(row)], blanks_[static_cast<std::size_t>(row)]);
+        // EOS: the CTC probability of the whole sequence.
+        prefix_scores[static_cast<std::size_t>(model_.eos)] =
+            S > 0 ? log_add(prefix.ctc->ending_in_label[S - 1], prefix.ctc->ending_in_blank[S - 1]) : kNoPath;
+        for (int v = 0; v < vocab; ++v) {
+            const double gain = std::isfinite(log_p[v]) ? attention_share_ * log_p[v] +
+                                                              lambda_ * (prefix_scores[v] - prefix.ctc->score)
+                                                        : kNoPath;
+            scores[v] = row_score + gain;
+        }
+    }
+
+    void select(const int32_t* parents, const int32_t* tokens, int count) {
+        const std::ptrdiff_t S = frames_;
+        next_rows_.clear();
+        for (int i = 0; i < count; ++i) {
+            const std::size_t parent = static_cast<std::size_t>(parents[i]);
+            const int32_t token = tokens[i];
+            auto ctc = std::make_shared<CtcPrefix>();
+            const auto label_row = labels_[parent].begin() + static_cast<std::ptrdiff_t>(token) * S;
+            const auto blank_row = blanks_[parent].begin() + static_cast<std::ptrdiff_t>(token) * S;
+            ctc->ending_in_label.assign(label_row, label_row + S);
+            ctc->ending_in_blank.assign(blank_row, blank_row + S);
+            ctc->score = prefix_scores_[parent][static_cast<std::size_t>(token)];
+            next_rows_.push_back({std::move(ctc), rows_[parent].length + 1, token});
+        }
+        rows_.swap(next_rows_);
+    }
+
+private:
+    struct Row {
+        std::shared_ptr<const CtcPrefix> ctc;
+        int length;    // the prefix's characters
+        int32_t last;  // its last one (-1: none)
+    };
+    const SpeechRecognizer& model_;
+    const Matrix& ctc_;  // [S, V] log p
+    int frames_;         // S
+    double lambda_, attention_share_;
+    std::vector<Row> rows_, next_rows_;
+    // This step's, per row: prefix_scores [V] and the extensions' forward variables [V × S].
+    std::vector<std::vector<double>> prefix_scores_, labels_, blanks_;
+    std::vector<char> extend_;
 };
 
 }  // namespace
@@ -302,133 +348,8 @@ decode::Hypothesis joint_search(const SpeechRecognizer& model, const SpeechEncod
                                 const decode::SearchOptions& options, float ctc_weight) {
     check(model.has_ctc && encoded.ctc_log_probabilities.size() > 0, "joint_search: the model has no CTC head");
     check(ctc_weight > 0.0f && ctc_weight <= 1.0f, "joint_search: the CTC weight must be in (0, 1]");
-    check(options.beam >= 1 && options.beam <= decode::kMaxBeam,
-          "beam width must be between 1 and " + std::to_string(decode::kMaxBeam) + ", got " + std::to_string(options.beam));
-    const int beam_width = options.beam, V = model.config.vocab, H = model.config.decoder_hidden;
-    const int S = static_cast<int>(encoded.annotations.shape()[0]);
-    const int max_length = decode::max_target_length(options, S);
-    const double lambda = ctc_weight, attention_share = 1.0 - lambda;
-
-    auto empty = std::make_shared<CtcPrefix>();
-    empty->ending_in_label.assign(static_cast<std::size_t>(S), kNoPath);
-    empty->ending_in_blank.resize(static_cast<std::size_t>(S));
-    double blanks_so_far = 0.0;
-    for (int t = 0; t < S; ++t) {
-        blanks_so_far += encoded.ctc_log_probabilities(t, model.pad);
-        empty->ending_in_blank[t] = blanks_so_far;
-    }
-
-    std::vector<JointBeam> beams;
-    beams.push_back({encoded.initial_state, first_weights(encoded), model.bos, 0.0, 0.0, empty, {}, {}, {}, {}});
-    struct Finished {
-        decode::Hypothesis hypothesis;
-        double score;
-    };
-    std::vector<Finished> finished;
-    std::vector<decode::StepOutput> outputs;
-    std::vector<Vector> next_states;
-    std::vector<std::vector<float>> attention_log_p;                 // [beam][V]
-    std::vector<std::vector<double>> prefix_scores, labels, blanks;  // [beam][V], [beam][V × S]
-    std::vector<char> extend(static_cast<std::size_t>(V));
-    std::vector<JointCandidate> candidates;
-
-    for (int step = 0; step < max_length && !beams.empty(); ++step) {
-        const std::size_t count = beams.size();
-        outputs.resize(count);
-        next_states.resize(count);
-        attention_log_p.resize(count);
-        prefix_scores.resize(count);
-        labels.resize(count);
-        blanks.resize(count);
-        candidates.clear();
-        for (std::size_t b = 0; b < count; ++b) {
-            const JointBeam& beam = beams[b];
-            next_states[b] = Vector::from_shape({static_cast<std::size_t>(H)});
-            speech_step(model, encoded, beam.last_token, beam.s.data(), beam.weights.data(), next_states[b].data(),
-                        outputs[b]);
-            std::vector<float>& log_p = attention_log_p[b];
-            log_p = outputs[b].logits;
-            for (int32_t id : model.never_written) log_p[static_cast<std::size_t>(id)] = -std::numeric_limits<float>::infinity();
-            kernels::log_softmax_rows(1, V, log_p.data(), V);
-            for (int v = 0; v < V; ++v) extend[v] = std::isfinite(log_p[v]) && v != model.eos;
-            prefix_scores[b].assign(static_cast<std::size_t>(V), kNoPath);
-            labels[b].resize(static_cast<std::size_t>(V) * S);
-            blanks[b].resize(static_cast<std::size_t>(V) * S);
-            extend_ctc_prefix(encoded.ctc_log_probabilities, model.pad, *beam.ctc, static_cast<int>(beam.tokens.size()),
-                              beam.tokens.empty() ? -1 : beam.tokens.back(), extend, prefix_scores[b], labels[b],
-                              blanks[b]);
-            prefix_scores[b][static_cast<std::size_t>(model.eos)] =
-                S > 0 ? log_add(beam.ctc->ending_in_label[S - 1], beam.ctc->ending_in_blank[S - 1]) : kNoPath;
-            for (int v = 0; v < V; ++v) {
-                const double gain = std::isfinite(log_p[v]) ? attention_share * log_p[v] +
-                                                                  lambda * (prefix_scores[b][v] - beam.ctc->score)
-                                                            : kNoPath;
-                candidates.push_back({beam.score + gain, static_cast<int>(b), v});
-            }
-        }
-        // The 2K best continuations: at most K of them can end in EOS, so K live ones remain.
-        const std::size_t keep = std::min(candidates.size(), static_cast<std::size_t>(2 * beam_width));
-        std::partial_sort(candidates.begin(), candidates.begin() + keep, candidates.end(),
-                          [](const JointCandidate& a, const JointCandidate& b) {
-                              if (a.score != b.score) return a.score > b.score;
-                              if (a.beam != b.beam) return a.beam < b.beam;
-                              return a.token < b.token;
-                          });
-        const bool last_step = step + 1 >= max_length;
-        std::vector<JointBeam> next;
-        for (std::size_t k = 0; k < keep; ++k) {
-            const JointCandidate& candidate = candidates[k];
-            if (candidate.score == kNoPath) break;
-            const JointBeam& parent = beams[candidate.beam];
-            const decode::StepOutput& out = outputs[candidate.beam];
-            const double attention_log_probability =
-                parent.attention_log_probability + attention_log_p[candidate.beam][candidate.token];
-            const bool is_eos = candidate.token == model.eos;
-            if (is_eos || last_step) {
-                if (static_cast<int>(finished.size()) < beam_width) {
-                    decode::Hypothesis h;
-                    h.tokens = parent.tokens;
-                    h.attention = parent.attention;
-                    h.scores = parent.scores;
-                    h.context = parent.context;
-                    if (!is_eos) {
-                        h.tokens.push_back(candidate.token);
-                        h.attention.push_back(out.weights);
-                        h.scores.push_back(out.scores);
-                        h.context.push_back(out.context);
-                    }
-                    const double score = candidate.score / std::pow(static_cast<double>(step + 1), options.length_penalty);
-                    h.log_probability = static_cast<float>(attention_log_probability);
-                    h.score = static_cast<float>(score);
-                    h.finished = is_eos;
-                    finished.push_back({std::move(h), score});
-                }
-            } else {
-                auto ctc = std::make_shared<CtcPrefix>();
-                const auto row = labels[candidate.beam].begin() + static_cast<std::ptrdiff_t>(candidate.token) * S;
-                const auto blank_row = blanks[candidate.beam].begin() + static_cast<std::ptrdiff_t>(candidate.token) * S;
-                ctc->ending_in_label.assign(row, row + S);
-                ctc->ending_in_blank.assign(blank_row, blank_row + S);
-                ctc->score = prefix_scores[candidate.beam][candidate.token];
-                JointBeam child{next_states[candidate.beam], out.weights, candidate.token, candidate.score,
-                                attention_log_probability, std::move(ctc), parent.tokens, parent.attention,
-                                parent.scores, parent.context};
-                child.tokens.push_back(candidate.token);
-                child.attention.push_back(out.weights);
-                child.scores.push_back(out.scores);
-                child.context.push_back(out.context);
-                next.push_back(std::move(child));
-            }
-            if (static_cast<int>(next.size()) == beam_width) break;
-        }
-        if (static_cast<int>(finished.size()) >= beam_width || last_step) break;
-        beams = std::move(next);
-    }
-    if (finished.empty()) return decode::Hypothesis{};
-    // The first of equal scores wins, like Python's max().
-    auto best = std::max_element(finished.begin(), finished.end(),
-                                 [](const Finished& a, const Finished& b) { return a.score < b.score; });
-    return std::move(best->hypothesis);
+    const SpeechDecoder decoder(model, encoded);
+    return decode::beam_search_scored(decoder, options, JointScorer(model, encoded, ctc_weight));
 }
 
 decode::Hypothesis recognize(const SpeechRecognizer& model, const SpeechEncoded& encoded, int beam, float ctc_weight) {

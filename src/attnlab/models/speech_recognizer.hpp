@@ -125,9 +125,10 @@ decode::SearchOptions speech_search_options(int beam = 1);
 // Throws attnlab::Error (options) for anything else (NaN included), or > 0 on a model without the CTC head.
 float speech_ctc_weight(const SpeechRecognizer& model, float requested);
 
-// Joint CTC/attention beam search (Watanabe et al. 2017) over one encoded utterance, with the bookkeeping of
-// decode::beam_search (top 2K candidates a step; EOS or the length limit finishes; score / length^length_penalty;
-// K finished or the limit stop it; the best finished wins) and each candidate ranked by the joint score
+// Joint CTC/attention beam search (Watanabe et al. 2017) over one encoded utterance: decode::beam_search's own
+// batched search over SpeechDecoder (decode::beam_search_scored: top 2K candidates a step; EOS or the length limit
+// finishes; score / length^length_penalty; K finished or the limit stop it; the best finished wins) with each
+// candidate ranked by the joint score
 //   (1 − λ) Σ log p_att + λ log p_ctc(prefix)     (EOS: the CTC probability of the whole sequence)
 // in double. beam 1 is the CTC-aware greedy search. λ in (0, 1]; the model must have the head. The result's
 // log_probability is the attention's Σ log p (EOS included), its score the normalized joint score.

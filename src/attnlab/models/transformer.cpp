@@ -515,17 +515,6 @@ void TransformerDecoder::select_batch(decode::DecoderBatch& batch, const int32_t
     select_rows(model_, transformer_batch(batch), parents, count);
 }
 
-TransformerSentencesDecoder::TransformerSentencesDecoder(const Transformer& model,
-                                                         std::vector<const TransformerEncoded*> sentences)
-    : model_(model), sentences_(std::move(sentences)) {
-    for (const TransformerEncoded* encoded : sentences_)
-        longest_ = std::max(longest_, static_cast<int>(encoded->memory.shape()[0]));
-}
-
-int TransformerSentencesDecoder::source_length(int sentence) const {
-    return static_cast<int>(sentences_.at(static_cast<std::size_t>(sentence))->memory.shape()[0]);
-}
-
 std::unique_ptr<decode::DecoderBatch> TransformerSentencesDecoder::start_batch(const int* /*sentence_of_row*/, int rows,
                                                                                int capacity) const {
     // Every row starts from empty self-attention caches; which sentence it is matters from its first step.
@@ -535,8 +524,7 @@ std::unique_ptr<decode::DecoderBatch> TransformerSentencesDecoder::start_batch(c
 void TransformerSentencesDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* tokens,
                                              const int* sentence_of_row, decode::BatchOutput& out) const {
     TransformerBatch& b = transformer_batch(batch);
-    b.sources.clear();
-    for (int r = 0; r < b.rows; ++r) b.sources.push_back(sentences_.at(static_cast<std::size_t>(sentence_of_row[r])));
+    sources_of(sentence_of_row, b.rows, b.sources);
     step_rows(model_, b, tokens, longest_, out);
 }
 

@@ -112,13 +112,9 @@ Matrix transformer_decode_full(const Transformer& model, const TransformerEncode
 // to the copy, so hypotheses that share a prefix never see each other's positions.
 // StepOutput.weights = last decoder layer's cross-attention averaged over heads [S];
 // StepOutput.scores  = that layer's scaled dot products q·k/√hd averaged over heads [S].
-class TransformerDecoder : public decode::Decoder {
+class TransformerDecoder : public decode::EncodedDecoder<Transformer, TransformerEncoded> {
 public:
-    TransformerDecoder(const Transformer& model, const TransformerEncoded& encoded)
-        : model_(model), encoded_(encoded) {}
-    int bos() const override { return model_.bos; }
-    int eos() const override { return model_.eos; }
-    int source_length() const override { return static_cast<int>(encoded_.memory.shape()[0]); }
+    using EncodedDecoder::EncodedDecoder;
     decode::StatePtr initial_state() const override;
     decode::StatePtr step(const decode::DecoderState& state, int32_t token, decode::StepOutput& out) const override;
     // All rows in one pass over the weights: every projection and the output layer are one linear_batched over
@@ -127,30 +123,17 @@ public:
     std::unique_ptr<decode::DecoderBatch> start_batch(int capacity) const override;
     void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, decode::BatchOutput& out) const override;
     void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
-
-private:
-    const Transformer& model_;
-    const TransformerEncoded& encoded_;
 };
 
-// Several encoded sentences for decode::search_sentences (kept by pointer: they must outlive the decoder); the
-// step is TransformerDecoder's, with each row's cross-attention over its own sentence's keys and values.
-class TransformerSentencesDecoder : public decode::SentencesDecoder {
+// Several encoded sentences for decode::search_sentences; the step is TransformerDecoder's, with each row's
+// cross-attention over its own sentence's keys and values.
+class TransformerSentencesDecoder : public decode::EncodedSentences<Transformer, TransformerEncoded> {
 public:
-    TransformerSentencesDecoder(const Transformer& model, std::vector<const TransformerEncoded*> sentences);
-    int sentences() const override { return static_cast<int>(sentences_.size()); }
-    int bos() const override { return model_.bos; }
-    int eos() const override { return model_.eos; }
-    int source_length(int sentence) const override;
+    using EncodedSentences::EncodedSentences;
     std::unique_ptr<decode::DecoderBatch> start_batch(const int* sentence_of_row, int rows, int capacity) const override;
     void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, const int* sentence_of_row,
                     decode::BatchOutput& out) const override;
     void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
-
-private:
-    const Transformer& model_;
-    std::vector<const TransformerEncoded*> sentences_;
-    int longest_ = 0;  // the widest source: the batch's attention width
 };
 
 // The full attention tensors of one chosen output: tokens y_1..y_T (no BOS/EOS) -> decoder self [L, H, T, T]
