@@ -5,7 +5,7 @@
 //     sentences), else one translate(text) per sentence; which one ran is reported (`api`).
 //   onnxruntime-web driven by ortBeamParagraph below: a JS beam search over the batched beam graphs of
 //     bench/export_onnx.py (every live sentence's K rows in one decoder run, the state reordered by the
-//     back-pointers inside the graph), with attnlab's search rules (src/attnlab/decode/search.cpp beam_batched;
+//     back-pointers inside the graph), with attnlab's search rules (src/attnlab/decode/batched.hpp BeamSearch;
 //     docs/decoding.md): length penalty 1 (score = Σ log p / steps), at most ⌊1.5·|source| + 10⌋ tokens, no
 //     repeated 4-gram, the 2K best continuations per step of which at most K stay live, a sentence done when K
 //     hypotheses have finished or its length limit is reached, ties broken by row then token.
@@ -33,7 +33,7 @@ export function bannedTokens(tokens, n) {
   return banned;
 }
 
-// search.cpp ranks_before: higher log p, then the lower row, then the lower token.
+// decode/batched.hpp ranks_before: higher log p, then the lower row, then the lower token.
 const ranksBefore = (a, b) => (a.logp !== b.logp ? b.logp - a.logp : a.row !== b.row ? a.row - b.row : a.token - b.token);
 
 /**
@@ -194,7 +194,7 @@ export async function ortBeamParagraph(ort, sessions, info, sourceIds, options =
         }
         if (next.length === K) break;
       }
-      // Done as search.cpp's loop ends: K finished, the length limit, or no live continuation left.
+      // Done as BeamSearch ends: K finished, the length limit, or no live continuation left.
       if (sentence.finished.length >= K || lastStep || !next.length) {
         sentence.done = true;
         changed = true;
