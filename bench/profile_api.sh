@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Where the npm API's time goes, by function, in wasm: relinks build/wasm's engine with function names
+# (--profiling-funcs, into build/profile/dist), translates the first 40 test2016 sentences greedily through the
+# module in Node under --cpu-prof, and prints each function's share of the samples.
+#   bash bench/profile_api.sh [MODEL.gguf]      (default: the shipped Bahdanau EN->DE f16; needs npm run build)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export NODE_PATH=/usr/share/nodejs
+model=${1:-models/weights/bahdanau-en-de.f16.gguf}
+out=build/profile
+rm -rf "$out" && mkdir -p "$out/dist" "$out/cpu"
+cp -r web/lib "$out/lib"
+link=$(sed -e "s#-o [^ ]*attnlab.mjs#-o $PWD/$out/dist/attnlab.mjs#" build/wasm/CMakeFiles/attnlab_wasm.dir/link.txt)
+(cd build/wasm && eval "${link/em++ /em++ --profiling-funcs }")
+cat > "$out/run.mjs" <<'JS'
+import { readFileSync } from 'node:fs';
+const { loadModel } = await import(new URL('./lib/index.mjs', import.meta.url));
+const lines = readFileSync('build/data/multi30k/test2016.en', 'utf8').split('\n').filter(Boolean).slice(0, 40);
+const model = await loadModel(readFileSync(process.argv[2]), { useWorker: false });
+for (const line of lines) await model.translate(line, { beam: 1 });
+JS
+node --cpu-prof --cpu-prof-dir="$out/cpu" "$out/run.mjs" "$model"
+lscpu | grep -E 'Model name|L2|L3' | sed 's/  */ /g'
+/usr/bin/python3 - "$out/cpu" <<'PY'
+import collections, glob, json, sys
+profile = json.load(open(glob.glob(sys.argv[1] + "/*.cpuprofile")[0]))
+names = {n["id"]: n["callFrame"]["functionName"] or "(anonymous)" for n in profile["nodes"]}
+time = collections.Counter()
+for sample, delta in zip(profile["samples"], profile["timeDeltas"]):
+    time[names[sample]] += delta
+total = sum(time.values())
+for name, t in time.most_common(15):
+    print(f"{100 * t / total:5.1f}%  {name[:120]}")
+PY
