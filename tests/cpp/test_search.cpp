@@ -244,12 +244,14 @@ struct FirstABonus {
 
 }  // namespace
 
-TEST_CASE("search: a beam scorer decides the ranking; log p stays the model's; the plain scorer is beam_search") {
+TEST_CASE("search: a beam scorer decides the ranking; log p stays the model's; the plain scorer is the one-by-one beam") {
     const ToyDecoder decoder(greedy_trap);
     decode::SearchOptions o = options(2);
     o.record_tree = true;
     const decode::Hypothesis plain = decode::beam_search_scored(decoder, o, decode::LogProbabilityScorer{});
-    const decode::Hypothesis reference = decode::beam_search(decoder, o);
+    decode::SearchOptions one_by_one = o;
+    one_by_one.batched = false;  // beam_one_by_one: the independent reference, not the scored search again
+    const decode::Hypothesis reference = decode::beam_search(decoder, one_by_one);
     CHECK(plain.tokens == reference.tokens);
     CHECK(plain.score == reference.score);
     CHECK(plain.tree.nodes.size() == reference.tree.nodes.size());
