@@ -132,6 +132,8 @@ float speech_ctc_weight(const SpeechRecognizer& model, float requested);
 //   (1 − λ) Σ log p_att + λ log p_ctc(prefix)     (EOS: the CTC probability of the whole sequence)
 // in double. beam 1 is the CTC-aware greedy search. λ in (0, 1]; the model must have the head. The result's
 // log_probability is the attention's Σ log p (EOS included), its score the normalized joint score.
+// Every decode::SearchOptions field applies as in beam_search (validate(), no_repeat_ngram, record_tree) except
+// `batched`: it always runs the batched search.
 decode::Hypothesis joint_search(const SpeechRecognizer& model, const SpeechEncoded& encoded,
                                 const decode::SearchOptions& options, float ctc_weight);
 
