@@ -54,15 +54,21 @@ export function setupEngine({ loaded = () => [] } = {}) {
       : 'none yet (a tab loads its model when it is opened)';
   }
 
+  // Only the latest listing writes: an earlier one still reading the cache (show() does not wait for its own)
+  // would otherwise put back the files a Clear has just removed.
+  let listing = 0;
   async function listCache() {
     const box = byId('engine-cache');
+    const mine = ++listing;
     let rows;
     try {
       rows = await cacheRows();
     } catch (error) {
+      if (mine !== listing) return;
       box.replaceChildren(el('p', { className: 'error', text: `Cache Storage could not be read: ${error.message}` }));
       return;
     }
+    if (mine !== listing) return;
     if (rows === null) {
       box.replaceChildren(el('p', { className: 'muted small', text: 'This browser has no Cache Storage here.' }));
       return;
