@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { cliTranslate, repoRoot } from '../js/fixture_model.mjs';
 import { patternPixels } from '../js/caption_fixture.mjs';
 import { offsiteRequests } from '../support/chromium.mjs';
-import { startSite } from '../support/site.mjs';
+import { securityHeadersOf, startSite } from '../support/site.mjs';
 
 const TRANSLATOR = join(repoRoot, 'models/weights/bahdanau-en-de.q8_0.gguf');
 const CAPTIONER = join(repoRoot, 'models/weights/captioner-flickr8k.q8_0.gguf');
@@ -30,9 +30,7 @@ before(async () => {
   }
   site = await startSite({ prefix: 'attnlab-e2e-threads-',
                            unlisted: { 'translator.gguf': TRANSLATOR, 'captioner.gguf': CAPTIONER } });
-  const appHeaders = Object.fromEntries((await fetch(`${site.origin}/`)).headers);
-  securityHeaders = Object.fromEntries(Object.entries(appHeaders).filter(([name]) =>
-    /^(content-security-policy|cross-origin-(opener|embedder|resource)-policy)$/.test(name)));
+  securityHeaders = await securityHeadersOf(site);
   assert.equal(securityHeaders['cross-origin-opener-policy'], 'same-origin', 'npm start sends COOP');
   assert.equal(securityHeaders['cross-origin-embedder-policy'], 'require-corp', 'npm start sends COEP');
   const withoutIsolation = Object.fromEntries(Object.entries(securityHeaders)

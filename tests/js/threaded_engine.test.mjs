@@ -16,7 +16,7 @@ import { join } from 'node:path';
 
 import { CONCURRENT, PROBE, cases } from './bad_input_cases.mjs';
 import { cliTranslate, repoRoot } from './fixture_model.mjs';
-import { startSite } from '../support/site.mjs';
+import { securityHeadersOf, startSite } from '../support/site.mjs';
 
 const TRANSLATOR = join(repoRoot, 'tests/fixtures/rnn/additive.gguf');  // f32: its dims can be rewritten freely
 const CAPTIONER = join(repoRoot, 'tests/fixtures/caption/tiny_encoder_model.gguf');
@@ -35,9 +35,7 @@ before(async () => {
   for (const text of new Set([PROBE, ...CONCURRENT])) expected[text] = cliTranslate(text, {}, TRANSLATOR).text;
   site = await startSite({ prefix: 'attnlab-threaded-',
                            unlisted: { 'translator.gguf': TRANSLATOR, 'captioner.gguf': CAPTIONER, 'tokenizer.gguf': TOKENIZER } });
-  const appHeaders = Object.fromEntries((await fetch(`${site.origin}/`)).headers);
-  const securityHeaders = Object.fromEntries(Object.entries(appHeaders).filter(([name]) =>
-    /^(content-security-policy|cross-origin-(opener|embedder|resource)-policy)$/.test(name)));
+  const securityHeaders = await securityHeadersOf(site);
   assert.equal(securityHeaders['cross-origin-embedder-policy'], 'require-corp', 'the app server sends COEP');
   const casesSource = await readFile(join(repoRoot, 'tests/js/bad_input_cases.mjs'), 'utf8');
   await site.context.route(`${site.origin}${CASES_PATH}`, (route) => route.fulfill({

@@ -63,3 +63,10 @@ export async function startSite({ prefix = 'attnlab-e2e-', models = [], unlisted
     throw error;
   }
 }
+
+/** The security headers the app server sends with its pages (CSP, COOP, COEP, CORP), for pages a test routes itself. */
+export async function securityHeadersOf(site) {
+  const appHeaders = Object.fromEntries((await fetch(`${site.origin}/`)).headers);
+  return Object.fromEntries(Object.entries(appHeaders).filter(([name]) =>
+    /^(content-security-policy|cross-origin-(opener|embedder|resource)-policy)$/.test(name)));
+}
