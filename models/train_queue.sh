@@ -13,7 +13,8 @@
 #   ATTNLAB_THREADS=1 nohup bash models/train_queue.sh bahdanau-en-de bahdanau-de-en bahdanau-en-zh > /work/ckpt/queue2.out 2>&1 &
 #
 # A lane reaching a job the other lane is running waits for it, then reruns it, which exits at once once finished.
-# Checkpoints go to $ATTNLAB_CKPT (default /work/ckpt), outside the repository.
+# Checkpoints go to $ATTNLAB_CKPT (default /work/ckpt), outside the repository. ATTNLAB_QUEUE_DRY_RUN=1 prints each
+# job's command without running it (tests/python/test_train_queue.py).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PYTHONPATH="$PWD/python"   # the attnlab package
@@ -34,6 +35,10 @@ carried() {
     echo "--epochs 3"
   fi
 }
+# The score-function comparison: four EN->DE models that differ only in the score (additive-small is the control
+# at the same size), a third of the shipped translator's compute each, on the same 3-epoch budget.
+variant="--emb 128 --enc-hidden 128 --dec-hidden 256 --attn-dim 256 --epochs 3"
+finetune="--multi30k-repeat 2 --broad-share 0.3 --lr 3e-4 --warmup 200 --epochs 6"
 jobs=(
   "features|-m attnlab.data.features --out $features"
   "features14|-m attnlab.data.features --layer 14 --out $features"
@@ -81,6 +86,7 @@ for job in "${jobs[@]}"; do
   # Another copy of the same training (started by hand) must finish first: two writers would fight over last.pt.
   while pgrep -f -- "--out $ckpt/$name( |\$)" >/dev/null; do sleep 60; done
   echo "$(date '+%F %T') queue: $name: $command"
+  [ "${ATTNLAB_QUEUE_DRY_RUN:-0}" = 1 ] && continue
   case "$name" in
     features*) nice -n 19 $python $command --threads "$threads" >> "$ckpt/$name.out" 2>&1 ;;
     speech-synth|speech-features) nice -n 19 $python $command --jobs "$threads" >> "$ckpt/$name.out" 2>&1 ;;

@@ -1,0 +1,59 @@
+"""models/train_queue.sh: every job's command line is complete (no variable left unset, which once cost a session's
+training start) and the translator and speech trainers accept its flags."""
+import importlib
+import os
+import shlex
+import subprocess
+import tempfile
+import unittest
+
+from attnlab.paths import ROOT
+
+PARSED = {"attnlab.train.rnn", "attnlab.train.transformer", "attnlab.train.speech"}
+
+
+def queue_commands(ckpt):
+    env = dict(os.environ, ATTNLAB_QUEUE_DRY_RUN="1", ATTNLAB_CKPT=ckpt)
+    result = subprocess.run(["bash", os.path.join(ROOT, "models", "train_queue.sh")], env=env,
+                            capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        raise AssertionError(f"train_queue.sh exited {result.returncode}: {result.stderr}")
+    commands = {}
+    for line in result.stdout.splitlines():
+        _, _, rest = line.partition(" queue: ")
+        name, _, command = rest.partition(": ")
+        commands[name] = shlex.split(command)
+    return commands
+
+
+class TrainQueueTest(unittest.TestCase):
+    def test_every_job_has_a_complete_command(self):
+        with tempfile.TemporaryDirectory() as ckpt:
+            commands = queue_commands(ckpt)
+        for name in ("bahdanau-en-de", "transformer-en-de-broad", "transformer-en-de-broad-ft",
+                     "luong-dot-en-de-broad", "speech-las"):
+            self.assertIn(name, commands)
+        for name, argv in commands.items():
+            self.assertEqual(argv[0], "-m", name)
+            module = argv[1]
+            if module not in PARSED:
+                continue
+            args = argv[2:] + ["--out", os.path.join(ckpt, name)]
+            with self.subTest(job=name):
+                importlib.import_module(module).parse_args(args)
+
+    def test_score_variants_share_one_recipe(self):
+        with tempfile.TemporaryDirectory() as ckpt:
+            commands = queue_commands(ckpt)
+        recipes = set()
+        for name in ("luong-dot-en-de-broad", "luong-general-en-de-broad", "cosine-en-de-broad",
+                     "additive-small-en-de-broad"):
+            argv = commands[name]
+            score = argv.index("--score")
+            recipes.add(tuple(argv[:score] + argv[score + 2:]))
+            self.assertIn("--emb", argv)
+        self.assertEqual(len(recipes), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
