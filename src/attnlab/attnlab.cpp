@@ -226,20 +226,24 @@ std::vector<Warning> translation_warnings(const text::Tokenizer& source, const s
     return warnings;
 }
 
-// The search's tree with each token's piece.
-BeamTree to_beam_tree(const decode::SearchTree& tree, const text::Tokenizer& tokenizer) {
+// The search's tree with each node's piece (pieces[i] for tree.nodes[i]).
+BeamTree to_beam_tree(const decode::SearchTree& tree, const std::vector<std::string>& pieces) {
     BeamTree out;
     out.winner = tree.winner;
-    std::vector<int32_t> ids;
-    ids.reserve(tree.nodes.size());
-    for (const decode::TreeNode& node : tree.nodes) ids.push_back(node.token);
-    const std::vector<std::string> pieces = tokenizer.pieces_of(ids);
     out.nodes.reserve(tree.nodes.size());
     for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
         const decode::TreeNode& n = tree.nodes[i];
         out.nodes.push_back({n.step, n.parent, n.token, pieces[i], n.log_probability, n.cumulative, n.score, n.finished});
     }
     return out;
+}
+
+// The search's tree with each token's piece.
+BeamTree to_beam_tree(const decode::SearchTree& tree, const text::Tokenizer& tokenizer) {
+    std::vector<int32_t> ids;
+    ids.reserve(tree.nodes.size());
+    for (const decode::TreeNode& node : tree.nodes) ids.push_back(node.token);
+    return to_beam_tree(tree, tokenizer.pieces_of(ids));
 }
 
 template <typename Rows>
@@ -477,7 +481,7 @@ Transcription transcribe_mfcc(const models::SpeechRecognizer& model, const Matri
                               const TranscribeOptions& options) {
     const float ctc_weight = models::speech_ctc_weight(model, options.ctc_weight);
     const models::SpeechEncoded encoded = models::listen(model, mfcc);
-    const decode::Hypothesis best = models::recognize(model, encoded, options.beam, ctc_weight);
+    const decode::Hypothesis best = models::recognize(model, encoded, options.beam, ctc_weight, options.beam_tree);
 
     Transcription out;
     out.ids = best.tokens;
@@ -490,6 +494,10 @@ Transcription transcribe_mfcc(const models::SpeechRecognizer& model, const Matri
     out.log_probability = best.log_probability;
     out.finished = best.finished;
     out.ctc_weight = ctc_weight;
+    std::vector<std::string> pieces;
+    pieces.reserve(best.tree.nodes.size());
+    for (const decode::TreeNode& node : best.tree.nodes) pieces.push_back(model.characters[static_cast<std::size_t>(node.token)]);
+    out.beam_tree = to_beam_tree(best.tree, pieces);
     return out;
 }
 

@@ -62,7 +62,9 @@ struct BeamNode {
     float log_probability = 0;   // log p of the token given the prefix
     float cumulative = 0;        // Σ log p from the first token through this one
     float score = 0;             // what the search ranked it by: for a finished one with beam > 1,
-                                 // cumulative / length^length_penalty; otherwise the cumulative log p
+                                 // cumulative / length^length_penalty; otherwise the cumulative log p. In a
+                                 // transcription with ctc_weight λ > 0 it is the joint score instead:
+                                 // (1 − λ) cumulative + λ log p_ctc(prefix), ÷ length once finished (at any beam)
     bool finished = false;       // the hypothesis ends here (with the end of sentence, or at the length limit)
 };
 
@@ -144,6 +146,7 @@ struct TranscribeOptions {
     int beam = 1;            // 1 = greedy (CTC-aware when ctc_weight > 0), up to Limits::max_beam
     float ctc_weight = -1;   // λ of the joint score (1 − λ) log p_att + λ log p_ctc, 0..1; 0: attention only;
                              // -1: the model's (attnlab.las.ctc_weight, 0 for a file without the CTC head)
+    bool beam_tree = false;  // also return Transcription::beam_tree (every hypothesis the search kept)
 };
 
 // A transcript with its alignment: which stretch of audio each character came from.
@@ -160,6 +163,9 @@ struct Transcription {
     float log_probability = 0.0f;          // Σ log p over the characters (and EOS)
     bool finished = false;                 // ended by the model (false: stopped at the length limit)
     float ctc_weight = 0.0f;               // the λ it was decoded with (0: attention only)
+    BeamTree beam_tree;                    // TranscribeOptions::beam_tree only: each node's piece is its character
+                                           // ("</s>" for the end); log p and cumulative are the attention
+                                           // decoder's, score the joint score when ctc_weight > 0 (BeamNode)
 };
 
 // The longest audio transcribe() takes: attention over much longer stretches needs chunking (not done yet).

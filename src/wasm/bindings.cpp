@@ -15,11 +15,38 @@
 #include "attnlab/attnlab.hpp"
 #include "attnlab/error.hpp"
 #include "attnlab/threads.hpp"
+#include "beam_tree.hpp"
 #include "guarded.hpp"
 #include "speech.hpp"
 
 using namespace emscripten;
 using attnlab::wasm::guarded;
+using attnlab::wasm::to_beam_tree;
+
+namespace attnlab::wasm {
+
+val to_beam_tree(const attnlab::BeamTree& tree) {
+    val nodes = val::array();
+    for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
+        const attnlab::BeamNode& n = tree.nodes[i];
+        val node = val::object();
+        node.set("step", n.step);
+        node.set("parent", n.parent);
+        node.set("id", n.id);
+        node.set("piece", n.piece);
+        node.set("logProbability", n.log_probability);
+        node.set("cumulative", n.cumulative);
+        node.set("score", n.score);
+        node.set("finished", n.finished);
+        nodes.set(i, node);
+    }
+    val out = val::object();
+    out.set("nodes", nodes);
+    out.set("winner", tree.winner);
+    return out;
+}
+
+}  // namespace attnlab::wasm
 
 namespace {
 
@@ -105,28 +132,6 @@ val to_matrix(const std::vector<float>& values, std::size_t rows, std::size_t co
     out.set("rows", rows);
     out.set("cols", cols);
     out.set("data", data);
-    return out;
-}
-
-// A search's tree: {nodes: [{step, parent, id, piece, logProbability, cumulative, score, finished}], winner}.
-val to_beam_tree(const attnlab::BeamTree& tree) {
-    val nodes = val::array();
-    for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
-        const attnlab::BeamNode& n = tree.nodes[i];
-        val node = val::object();
-        node.set("step", n.step);
-        node.set("parent", n.parent);
-        node.set("id", n.id);
-        node.set("piece", n.piece);
-        node.set("logProbability", n.log_probability);
-        node.set("cumulative", n.cumulative);
-        node.set("score", n.score);
-        node.set("finished", n.finished);
-        nodes.set(i, node);
-    }
-    val out = val::object();
-    out.set("nodes", nodes);
-    out.set("winner", tree.winner);
     return out;
 }
 
@@ -288,10 +293,16 @@ public:
 
     // The speech recognizer's calls (speech.cpp): on this Model, so a speech file is loaded once.
     val transcribe(const val& samples, int sample_rate, int beam, float ctc_weight) const {
-        return attnlab::wasm::transcribe_samples(model_, samples, sample_rate, beam, ctc_weight);
+        return attnlab::wasm::transcribe_samples(model_, samples, sample_rate, beam, ctc_weight, false);
+    }
+    val transcribe_with_tree(const val& samples, int sample_rate, int beam, float ctc_weight, bool beam_tree) const {
+        return attnlab::wasm::transcribe_samples(model_, samples, sample_rate, beam, ctc_weight, beam_tree);
     }
     val transcribe_file(const val& bytes, int beam, float ctc_weight) const {
-        return attnlab::wasm::transcribe_file(model_, bytes, beam, ctc_weight);
+        return attnlab::wasm::transcribe_file(model_, bytes, beam, ctc_weight, false);
+    }
+    val transcribe_file_with_tree(const val& bytes, int beam, float ctc_weight, bool beam_tree) const {
+        return attnlab::wasm::transcribe_file(model_, bytes, beam, ctc_weight, beam_tree);
     }
 
 private:
@@ -316,5 +327,7 @@ EMSCRIPTEN_BINDINGS(attnlab) {
         .function("caption", &JsModel::caption)
         .function("caption", &JsModel::caption_with_tree)
         .function("transcribe", &JsModel::transcribe)
-        .function("transcribeFile", &JsModel::transcribe_file);
+        .function("transcribe", &JsModel::transcribe_with_tree)
+        .function("transcribeFile", &JsModel::transcribe_file)
+        .function("transcribeFile", &JsModel::transcribe_file_with_tree);
 }

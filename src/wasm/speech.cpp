@@ -16,6 +16,7 @@
 #include "attnlab/audio/flac.hpp"
 #include "attnlab/audio/resample.hpp"
 #include "attnlab/error.hpp"
+#include "beam_tree.hpp"
 #include "guarded.hpp"
 
 using namespace emscripten;
@@ -47,7 +48,7 @@ val matrix(const std::vector<float>& values, std::size_t rows, std::size_t cols)
 }
 
 // The Transcription as the module returns it (index.d.ts Transcription, less timeMs, which JS measures).
-val transcription_js(const attnlab::Transcription& t) {
+val transcription_js(const attnlab::Transcription& t, bool beam_tree) {
     const std::size_t T = t.characters.size(), S = static_cast<std::size_t>(t.frames);
     val characters = val::array(), ids = val::array();
     for (std::size_t i = 0; i < T; ++i) {
@@ -71,13 +72,15 @@ val transcription_js(const attnlab::Transcription& t) {
     out.set("logProbability", t.log_probability);
     out.set("finished", t.finished);
     out.set("ctcWeight", t.ctc_weight);
+    if (beam_tree) out.set("beamTree", attnlab::wasm::to_beam_tree(t.beam_tree));
     return out;
 }
 
-attnlab::TranscribeOptions transcribe_options(int beam, float ctc_weight) {
+attnlab::TranscribeOptions transcribe_options(int beam, float ctc_weight, bool beam_tree) {
     attnlab::TranscribeOptions options;
     options.beam = beam;
     options.ctc_weight = ctc_weight;
+    options.beam_tree = beam_tree;
     return options;
 }
 
@@ -108,18 +111,21 @@ val transcribe_limits_js() {
 
 namespace attnlab::wasm {
 
-val transcribe_samples(const attnlab::Model& model, const val& samples, int sample_rate, int beam, float ctc_weight) {
+val transcribe_samples(const attnlab::Model& model, const val& samples, int sample_rate, int beam, float ctc_weight,
+                       bool beam_tree) {
     return guarded(attnlab::ErrorKind::input, [&] {
         const std::vector<float> x = copy_in<float>(samples, "Float32Array", "the samples");
-        return transcription_js(model.transcribe(x.data(), x.size(), sample_rate, transcribe_options(beam, ctc_weight)));
+        return transcription_js(
+            model.transcribe(x.data(), x.size(), sample_rate, transcribe_options(beam, ctc_weight, beam_tree)), beam_tree);
     });
 }
 
-val transcribe_file(const attnlab::Model& model, const val& bytes, int beam, float ctc_weight) {
+val transcribe_file(const attnlab::Model& model, const val& bytes, int beam, float ctc_weight, bool beam_tree) {
     return guarded(attnlab::ErrorKind::input, [&] {
         const std::vector<uint8_t> file = copy_in<uint8_t>(bytes, "Uint8Array", "the audio file bytes");
         return transcription_js(
-            model.transcribe_file_bytes(file.data(), file.size(), transcribe_options(beam, ctc_weight)));
+            model.transcribe_file_bytes(file.data(), file.size(), transcribe_options(beam, ctc_weight, beam_tree)),
+            beam_tree);
     });
 }
 

@@ -149,3 +149,58 @@ TEST_CASE("transcribe refuses what it cannot transcribe, with a message") {
     CHECK_THROWS_WITH_AS(translator.transcribe(half_second.data(), half_second.size(), 16000),
                          Contains("cannot transcribe speech"), Error);
 }
+
+TEST_CASE("transcribe beam_tree: only when asked; its winning path spells the transcript, then </s>") {
+    const Model& model = speech_model();
+    const gguf::File& expected = expected_file();
+    const Matrix features = expected.load_f32<2>("utterance.0.features", {-1, 13});
+    const int T = int(features.shape()[0]);
+    // λ 0 ranks by Σ log p (beam 1: the plain greedy search); the file's λ by the joint CTC/attention score.
+    for (float ctc_weight : {0.0f, -1.0f}) {
+        for (int beam : {1, 3}) {
+            CAPTURE(ctc_weight);
+            CAPTURE(beam);
+            TranscribeOptions options;
+            options.beam = beam;
+            options.ctc_weight = ctc_weight;
+            const Transcription plain = model.transcribe_features(features.data(), T, 13, options);
+            CHECK(plain.beam_tree.nodes.empty());
+            CHECK(plain.beam_tree.winner == -1);
+            options.beam_tree = true;
+            const Transcription t = model.transcribe_features(features.data(), T, 13, options);
+            CHECK(t.ids == plain.ids);
+            const BeamTree& tree = t.beam_tree;
+            REQUIRE(tree.winner >= 0);
+            std::vector<int32_t> ids;
+            std::string spelled;
+            bool ends = false;
+            for (int n = tree.winner; n >= 0; n = tree.nodes.at(std::size_t(n)).parent) {
+                const BeamNode& node = tree.nodes[std::size_t(n)];
+                if (n == tree.winner && node.piece == "</s>") {
+                    ends = true;
+                    continue;
+                }
+                ids.insert(ids.begin(), node.id);
+                spelled.insert(0, node.piece);
+            }
+            CHECK(ends == t.finished);
+            CHECK(ids == t.ids);
+            CHECK(spelled == t.text);
+            const BeamNode& winner = tree.nodes[std::size_t(tree.winner)];
+            CHECK(winner.finished);
+            // cumulative is the attention decoder's Σ log p, whatever the search ranked by.
+            CHECK(winner.cumulative == doctest::Approx(t.log_probability).epsilon(1e-5));
+            // The winner has the best score among the finished hypotheses: the score is what the search ranked by.
+            for (const BeamNode& node : tree.nodes)
+                if (node.finished) CHECK(node.score <= winner.score);
+            // The plain greedy search keeps one path; a wider beam keeps more than the winner's nodes.
+            if (beam == 1 && t.ctc_weight == 0.0f) CHECK(tree.nodes.size() == t.ids.size() + (t.finished ? 1 : 0));
+            if (beam > 1) CHECK(tree.nodes.size() > t.ids.size() + 1);
+            if (t.ctc_weight > 0.0f) {
+                // The joint score is not the attention's: (1 − λ) Σ log p_att + λ log p_ctc, ÷ length once finished.
+                const float attention_only = (1.0f - t.ctc_weight) * winner.cumulative / float(winner.step + 1);
+                CHECK(winner.score != doctest::Approx(attention_only).epsilon(1e-4));
+            }
+        }
+    }
+}

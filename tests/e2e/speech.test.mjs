@@ -3,15 +3,19 @@
 // sample clip. An uploaded file's transcript equals the native CLI's on that file, with one attention row per
 // character drawn under the spectrogram; recording from the fake microphone moves the level meter and transcribes
 // when stopped (the microphone is released); without the permission the tab says so; no request leaves the origin.
+// At 1280×800 and 390×844 the search tree under the stepper is the Node module's beamTree (every node, the
+// winner's path spelling the transcript, the joint score in the caption and the tooltips), inside the phone's width.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { loadModel } from '../../web/lib/index.mjs';
 import { repoRoot } from '../js/fixture_model.mjs';
 import { CHROMIUM_ARGS, offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
+import { WIDTHS, isPhone, newPage, pageFits, tap } from './page_helpers.mjs';
 
 const cli = process.env.ATTNLAB_CLI ?? join(repoRoot, 'build/native/attnlab');
 const manifest = JSON.parse(readFileSync(join(repoRoot, 'models/manifest.json'), 'utf8'));
@@ -117,3 +121,57 @@ test('without the microphone permission the tab says so', async () => {
     await denied.close();
   }
 });
+
+for (const viewport of WIDTHS) {
+  test(`the search tree at ${viewport.width}×${viewport.height}: the module's beamTree, its winner spells the transcript`, async () => {
+    const clip = join(SAMPLES, 'command.wav');
+    const recognizer = await loadModel(MODEL);
+    let expected;
+    try {
+      expected = await recognizer.transcribe(readFileSync(clip), { beam: 4, beamTree: true });  // the tab's default beam
+    } finally {
+      await recognizer.dispose();
+    }
+    const { page: p, errors } = await newPage(site.context, viewport);
+    try {
+      await openSpeechTab(p);
+      await p.locator('#sp-samples [data-sample="command.wav"]').click();
+      await waitForTranscript(p, '');
+      assert.equal(await p.locator('#sp-output').textContent(), expected.text);
+      const tree = expected.beamTree;
+      const nodes = p.locator('#sp-beam-tree .beam-node');
+      assert.equal(await nodes.count(), tree.nodes.length);
+      assert.equal(await p.locator('#sp-beam-tree .beam-node[data-answer="true"]').getAttribute('data-node'), String(tree.winner));
+      // The highlighted path, first step first, spells the transcript (then its end).
+      const path = [];
+      for (let n = tree.winner; n >= 0; n = tree.nodes[n].parent) path.unshift(n);
+      const highlighted = await p.locator('#sp-beam-tree .beam-node[data-winner="true"]').evaluateAll(
+        (gs) => gs.map((g) => Number(g.dataset.node)));
+      assert.deepEqual(highlighted, path);
+      const labels = await Promise.all(path.map((n) => nodes.nth(n).locator('text').first().textContent()));
+      const spelled = expected.characters.map((c) => (c === ' ' ? '␣' : c));
+      assert.deepEqual(labels, expected.finished ? [...spelled, '⟨end⟩'] : spelled);
+      // What the numbers are: Σ log p drawn, the joint score ranked by, both said.
+      assert.ok(expected.ctcWeight > 0, 'the shipped model decodes with its CTC head');
+      assert.match(await p.getByTestId('sp-tree-hint').textContent(), /λ = 0\.30 the search ranked by the joint score/);
+      assert.match(await p.locator('#sp-beam-tree [data-testid="beam-tree-summary"]').textContent(),
+                   new RegExp(`^Beam 4: ${tree.nodes.length} hypotheses kept .*highest joint score ÷ length`));
+      const answer = p.locator('#sp-beam-tree .beam-node[data-answer="true"]');
+      if (isPhone(viewport)) await tap(p, answer);
+      else await answer.hover();
+      await p.getByTestId('figure-tip').waitFor({ state: 'visible' });
+      const tip = await p.getByTestId('figure-tip').textContent();
+      assert.match(tip, /the answer/);
+      const winner = tree.nodes[tree.winner];
+      const minus = (x) => (x < 0 ? `−${(-x).toFixed(3)}` : x.toFixed(3));
+      assert.ok(tip.includes(`Σ log p ${minus(winner.cumulative)}`) && tip.includes(`joint score ÷ length ${winner.step + 1} ${minus(winner.score)}`), tip);
+      // Drawn: the answer's node has a size on the page; a wide tree scrolls in its own box, not the page.
+      const box = await answer.boundingBox();
+      assert.ok(box && box.width > 0 && box.height > 0);
+      if (isPhone(viewport)) assert.ok(await pageFits(p), 'the page is wider than the phone');
+      assert.deepEqual(errors, []);
+    } finally {
+      await p.close();
+    }
+  });
+}

@@ -1,11 +1,12 @@
-// The npm module's opt-in extras for the page's views (issue 23). { beamTree: true }: translate() and caption()
-// return the search's tree only when asked; its winner's path is the output (ids and pieces, then </s> when it
+// The npm module's opt-in extras for the page's views (issue 23). { beamTree: true }: translate(), caption() and
+// transcribe() return the search's tree only when asked; its winner's path is the output (ids and pieces, then </s> when it
 // ended so), its log-probabilities add up to the result's, beam 1 keeps one path and beam 4 more; in a Node worker
 // the tree arrives the same. { queryKey: true }: a Transformer's encoder queries and keys, whose q·k/√d_k is the
 // returned raw score and its softmax the returned weight. Captions carry their raw scores. Options that are not
 // booleans are BAD_OPTIONS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { loadModel } from '../../web/lib/index.mjs';
@@ -13,6 +14,8 @@ import { repoRoot } from './fixture_model.mjs';
 import { CAPTION_MODEL, patternPixels } from './caption_fixture.mjs';
 
 const SENTENCE = 'Two dogs are running through the snow.';
+const SPEECH_MODEL = join(repoRoot, 'models/weights/speech-las.q8_0.gguf');
+const SPEECH_CLIP = join(repoRoot, 'web/app/samples/speech/digits.wav');
 const TRANSLATORS = ['models/weights/bahdanau-en-de.q8_0.gguf', 'models/weights/transformer-en-de.q8_0.gguf',
                      'tests/fixtures/rnn/additive.gguf'];
 
@@ -20,6 +23,7 @@ const models = {};
 before(async () => {
   for (const path of TRANSLATORS) models[path] = await loadModel(join(repoRoot, path));
   models.caption = await loadModel(CAPTION_MODEL);
+  models.speech = await loadModel(SPEECH_MODEL);
 });
 after(async () => { for (const m of Object.values(models)) await m.dispose(); });
 
@@ -131,4 +135,42 @@ test('caption: raw scores with the weights, the same shape', async () => {
   assert.deepEqual([c.scores.rows, c.scores.cols], [c.attention.rows, c.attention.cols]);
   assert.ok(c.scores.data.every(Number.isFinite));
   assert.ok(c.scores.data.some((x, i) => x !== c.attention.data[i]), 'the scores are not the weights');
+});
+
+// The speech search ranks by the joint CTC/attention score when ctcWeight > 0 (the shipped model's default): the
+// nodes' log p and cumulative stay the attention decoder's, their score is the joint one.
+test('transcribe: the tree only when asked, its winner spells the transcript, beams 1 and 4, in a worker too', async () => {
+  const clip = readFileSync(SPEECH_CLIP);
+  for (const [beam, ctcWeight] of [[1, 0], [1, -1], [4, -1]]) {
+    const plain = await models.speech.transcribe(clip, { beam, ctcWeight });
+    assert.equal(plain.beamTree, undefined);
+    const t = await models.speech.transcribe(clip, { beam, ctcWeight, beamTree: true });
+    assert.deepEqual(t.ids, plain.ids);
+    const tree = t.beamTree;
+    const path = winningPath(tree);
+    assert.equal(path.at(-1).piece === '</s>', t.finished);
+    const body = t.finished ? path.slice(0, -1) : path;
+    assert.deepEqual(body.map((n) => n.id), t.ids);
+    assert.deepEqual(body.map((n) => n.piece), t.characters);
+    assert.equal(body.map((n) => n.piece).join(''), t.text);
+    assert.ok(Math.abs(path.at(-1).cumulative - t.logProbability) < 1e-4);
+    const best = Math.max(...tree.nodes.filter((n) => n.finished).map((n) => n.score));
+    assert.equal(path.at(-1).score, best, 'the winner has the best score of the finished hypotheses');
+    if (t.ctcWeight > 0) assert.notEqual(path.at(-1).score, path.at(-1).cumulative / path.length, 'the joint score');
+    if (beam === 4) assert.ok(tree.nodes.length > path.length);
+  }
+  const worker = await loadModel(SPEECH_MODEL, { useWorker: true });
+  try {
+    const here = await models.speech.transcribe(clip, { beam: 4, beamTree: true });
+    const there = await worker.transcribe(clip, { beam: 4, beamTree: true });
+    assert.deepEqual(there.beamTree, here.beamTree);
+    await assert.rejects(worker.transcribe(clip, { beamTree: 'yes' }),
+                         (e) => e.code === 'ATTNLAB_BAD_OPTIONS' && /beamTree must be true or false/.test(e.message));
+  } finally {
+    await worker.dispose();
+  }
+  for (const bad of [1, 'yes', null]) {
+    await assert.rejects(models.speech.transcribe(clip, { beamTree: bad }),
+                         (e) => e.code === 'ATTNLAB_BAD_OPTIONS' && /beamTree must be true or false/.test(e.message));
+  }
 });

@@ -59,14 +59,14 @@ export function checkAborted(signal) {
 
 /**
  * Checks transcribe()'s options against the engine's limits (engineLimits(): maxBeam); returns { beam, ctcWeight,
- * sampleRate, signal } with the default beam 1 and ctcWeight -1 (the model's: the engine decides, and refuses a
- * positive weight for a model without a CTC head).
+ * beamTree, sampleRate, signal } with the default beam 1, ctcWeight -1 (the model's: the engine decides, and refuses
+ * a positive weight for a model without a CTC head) and beamTree false.
  */
 export function validateTranscribeOptions(options = {}, limits) {
   if (options === null || typeof options !== 'object') {
     throw audioError('transcribe() options must be an object', 'ATTNLAB_BAD_OPTIONS');
   }
-  const { beam = 1, ctcWeight = -1, sampleRate, signal } = options;
+  const { beam = 1, ctcWeight = -1, beamTree = false, sampleRate, signal } = options;
   const maxBeam = limits?.maxBeam;
   if (!Number.isInteger(beam) || beam < 1 || (Number.isInteger(maxBeam) && beam > maxBeam)) {
     throw audioError(`beam must be an integer from 1 to ${maxBeam}, got ${beam}`, 'ATTNLAB_BAD_OPTIONS');
@@ -74,13 +74,16 @@ export function validateTranscribeOptions(options = {}, limits) {
   if (typeof ctcWeight !== 'number' || !(ctcWeight === -1 || (ctcWeight >= 0 && ctcWeight <= 1))) {
     throw audioError(`ctcWeight must be a number from 0 to 1 (or -1, the model's), got ${ctcWeight}`, 'ATTNLAB_BAD_OPTIONS');
   }
+  if (typeof beamTree !== 'boolean') {
+    throw audioError(`beamTree must be true or false, got ${beamTree}`, 'ATTNLAB_BAD_OPTIONS');
+  }
   if (sampleRate !== undefined && (!Number.isInteger(sampleRate) || sampleRate <= 0)) {
     throw audioError(`sampleRate must be a positive integer (Hz), got ${sampleRate}`, 'ATTNLAB_BAD_OPTIONS');
   }
   if (signal !== undefined && signal !== null && typeof signal.aborted !== 'boolean') {
     throw audioError('signal must be an AbortSignal', 'ATTNLAB_BAD_OPTIONS');
   }
-  return { beam, ctcWeight, sampleRate, signal };
+  return { beam, ctcWeight, beamTree, sampleRate, signal };
 }
 
 // The browser's decoder, for formats the engine does not read (MP3, Ogg, WebM/Opus from a MediaRecorder, ...).
@@ -137,15 +140,17 @@ export async function prepareAudio(input, options) {
 
 /**
  * transcribe() on an engine Model (core.mjs) that holds a speech recognizer: { transcribe(prepared, { beam,
- * ctcWeight }) }, synchronous. The Model itself transcribes, so its weights are loaded once.
+ * ctcWeight, beamTree }) }, synchronous. The Model itself transcribes, so its weights are loaded once.
  */
 export function speechCalls(model) {
   if (typeof model.transcribeFile !== 'function') throw audioError('the engine has no speech support: web/dist is out of date', 'ATTNLAB_INTERNAL');
   return {
-    transcribe(prepared, { beam, ctcWeight }) {
+    transcribe(prepared, { beam, ctcWeight, beamTree = false }) {
       const start = performance.now();
-      const result = prepared.bytes ? model.transcribeFile(prepared.bytes, beam, ctcWeight)
-                                    : model.transcribe(prepared.samples, prepared.sampleRate, beam, ctcWeight);
+      // Without a tree, the shorter form: what an engine built before the option takes.
+      const tree = beamTree ? [true] : [];
+      const result = prepared.bytes ? model.transcribeFile(prepared.bytes, beam, ctcWeight, ...tree)
+                                    : model.transcribe(prepared.samples, prepared.sampleRate, beam, ctcWeight, ...tree);
       result.timeMs = performance.now() - start;
       return result;
     },

@@ -237,11 +237,11 @@ export async function createEngineModel(bytes, { wasmBinary } = {}) {
     // prepared: audio.mjs prepareAudio()'s { bytes } or { samples, sampleRate }
     transcribe(prepared, options) {
       if (info.task !== 'transcribe') throw wrongTaskError(info, 'transcribe');
-      const { beam, ctcWeight } = validateTranscribeOptions(options, limits);
+      const { beam, ctcWeight, beamTree } = validateTranscribeOptions(options, limits);
       // A model terminated while its caller read or decoded the audio (DirectModel awaits that inside its turn).
       if (disposed) throw new AttnlabError(ERROR_CODES.CLOSED, 'attnlab: the model was terminated');
       try {
-        return speech.transcribe(prepared, { beam, ctcWeight });
+        return speech.transcribe(prepared, { beam, ctcWeight, beamTree });
       } catch (error) {
         throw engineError(error);
       }

@@ -359,6 +359,8 @@ export interface TranscribeOptions {
    * With λ > 0, beam 1 is the CTC-aware greedy search.
    */
   ctcWeight?: number;
+  /** Also return `beamTree`, every hypothesis the search kept (default false: nothing extra is computed). */
+  beamTree?: boolean;
   /** The samples' rate in Hz (8000..48000), required with a Float32Array; files and AudioBuffers carry their own. */
   sampleRate?: number;
   /** Rejects the call ("attnlab: transcribe() was aborted", code ATTNLAB_ABORTED) if aborted before it runs. */
@@ -395,6 +397,13 @@ export interface Transcription {
   finished: boolean;
   /** The CTC weight λ it was decoded with (0: attention only). */
   ctcWeight: number;
+  /**
+   * With { beamTree: true } only: every hypothesis the search kept, each node's piece its character ("</s>" for the
+   * end). logProbability and cumulative are the attention decoder's; with ctcWeight λ > 0 the search ranked by the
+   * joint score instead, which is each node's `score`: (1 − λ) cumulative + λ log p_ctc(prefix), ÷ length once
+   * finished (at any beam).
+   */
+  beamTree?: BeamTree;
   /** Milliseconds the engine took: decoding the file (if any), the features and the recognizer. */
   timeMs: number;
 }

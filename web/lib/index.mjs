@@ -369,7 +369,8 @@ class WorkerModel {
     const sent = this.#audioTail.then(async () => {
       const audio = await prepared;
       checkAborted(checked.signal);
-      return this.call('transcribe', { audio, options: { beam: checked.beam, ctcWeight: checked.ctcWeight } }, transferablesOfAudio(audio),
+      const { beam, ctcWeight, beamTree } = checked;
+      return this.call('transcribe', { audio, options: { beam, ctcWeight, beamTree } }, transferablesOfAudio(audio),
                        { signal: checked.signal, what: 'the transcription' });
     });
     this.#audioTail = sent.catch(() => {});

@@ -352,8 +352,10 @@ decode::Hypothesis joint_search(const SpeechRecognizer& model, const SpeechEncod
     return decode::beam_search_scored(decoder, options, JointScorer(model, encoded, ctc_weight));
 }
 
-decode::Hypothesis recognize(const SpeechRecognizer& model, const SpeechEncoded& encoded, int beam, float ctc_weight) {
-    const decode::SearchOptions options = speech_search_options(beam);
+decode::Hypothesis recognize(const SpeechRecognizer& model, const SpeechEncoded& encoded, int beam, float ctc_weight,
+                             bool record_tree) {
+    decode::SearchOptions options = speech_search_options(beam);
+    options.record_tree = record_tree;
     if (ctc_weight > 0.0f) return joint_search(model, encoded, options, ctc_weight);
     const SpeechDecoder decoder(model, encoded);
     return decode::search(decoder, options);

@@ -3,15 +3,16 @@
 // on one time axis (an attention frame is 40 ms, four spectrogram frames of 10 ms). Hovering or focusing a
 // character highlights the frames it attended to; clicking it (or Enter) plays that slice of the audio. Step by
 // step (the stepper of widgets/decoding.mjs) writes the transcript a character at a time, the attention row
-// and the dimmed spectrogram following the character being written. Every number drawn comes from the engine
-// (Transcription.spectrogram, .attention); this module only draws. The panel's DOM is built here, so index.html
+// and the dimmed spectrogram following the character being written, and under it the search's tree of
+// hypotheses (the same widget as Caption's). Every number drawn comes from the engine (Transcription.spectrogram,
+// .attention, .beamTree); this module only draws. The panel's DOM is built here, so index.html
 // holds only the empty section. main.mjs calls setupSpeech() with the manifest.
 import { matrixRow } from '/lib/index.mjs';
 import { byId, el, showError as showErrorIn, statusLine, createModelLoader } from '/app/ui.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { modelControls } from '/app/widgets/model_controls.mjs';
 import { enableTab } from '/app/widgets/tablist.mjs';
-import { drawStepper } from '/app/widgets/decoding.mjs';
+import { drawBeamTree, drawStepper, winningPath } from '/app/widgets/decoding.mjs';
 
 const SAMPLES_URL = '/app/samples/speech/speech.json';
 const SAMPLES_BASE = '/app/samples/speech/';
@@ -98,6 +99,9 @@ function buildPanel(panel) {
         el('p', { className: 'hint', text: 'The decoder writes the transcript one character at a time; step or play ' +
           'through it and the attention row over the spectrogram follows the character being written (the spectrogram under the controls dims where it did not listen).' }),
         el('div', { className: 'stepper chars', attrs: { id: 'sp-stepper', 'data-testid': 'sp-stepper' } }),
+        el('h3', { text: 'The search' }),
+        el('p', { className: 'hint', attrs: { id: 'sp-tree-hint', 'data-testid': 'sp-tree-hint' } }),
+        el('div', { className: 'beam-tree', attrs: { id: 'sp-beam-tree', 'data-testid': 'sp-beam-tree' } }),
       ]),
       el('p', { className: 'hint', text: 'Top: the 40-band log-mel spectrogram the engine computed (100 frames a second, ' +
         'low frequencies at the bottom). Below: attention, one row per character over the 40 ms encoder frames on ' +
@@ -179,7 +183,7 @@ function drawSpectrogram(t, highlight) {
   context.fillText('mel', 2, 12);
 }
 
-const charLabel = (c) => (c === ' ' ? '␣' : c);
+const charLabel = (c) => (c === ' ' ? '␣' : c === '</s>' ? '⟨end⟩' : c);
 
 function drawAttention(t, highlight) {
   const T = t.attention.rows, S = t.attention.cols;
@@ -295,11 +299,44 @@ function render(t) {
   };
   attention.onclick = () => play(view.selected);
   select(t.characters.length ? 0 : -1);
+  drawSteps(t);
+}
+
+// What the tree's numbers are: the nodes' log p and Σ log p are the attention decoder's, but with a CTC weight
+// λ > 0 the search ranked by the joint score (each node's `score`), so the winner need not have the best Σ log p.
+function treeHint(ctcWeight) {
+  const common = 'Every hypothesis the search kept; the number is the attention decoder’s Σ log p so far.';
+  const how = 'Hover, focus or tap a node for its numbers; arrow keys walk the tree.';
+  if (!(ctcWeight > 0)) return `${common} With CTC weight 0 the search ranked by that sum alone (at beam > 1 a finished hypothesis’s divided by its length). ${how}`;
+  return `${common} With the CTC weight λ = ${ctcWeight.toFixed(2)} the search ranked by the joint score ` +
+    '(1 − λ) Σ log p_att + λ log p_ctc(prefix) instead (the CTC head’s probability of the prefix given the audio; ' +
+    'divided by the length once a hypothesis finishes), so the highlighted winner has the best joint score of the ' +
+    `finished ones, not necessarily the best Σ log p. ${how}`;
+}
+
+// Step by step, and the search's tree of the same transcript.
+function drawSteps(t) {
   view.stepper?.stop();
+  const beam = Number(byId('sp-beam').value);
+  const tree = t.beamTree;
+  const path = tree ? winningPath(tree) : [];
+  byId('sp-tree-hint').textContent = treeHint(t.ctcWeight);
+  const drawn = drawBeamTree(byId('sp-beam-tree'), tree, {
+    beam, lang: 'en', name: `attnlab-${currentEntry()?.id}-speech-beam-tree`, label: 'transcript search tree',
+    title: `${t.text} (beam ${beam}, CTC weight ${t.ctcWeight.toFixed(2)})`, labelOf: charLabel,
+    ranking: t.ctcWeight > 0 ? { name: 'joint score' } : null,
+  });
   view.stepper = drawStepper(byId('sp-stepper'), {
     pieces: t.characters, lang: 'en', label: 'Transcript', unit: 'character', labelOf: charLabel,
-    describe: (i) => whereItListened(t, i),
-    onStep: (i) => { if (i !== null) select(i); },
+    describe: (i) => {
+      const node = tree?.nodes[path[i]];
+      const numbers = node ? ` log p ${node.logProbability.toFixed(3)}, Σ log p ${node.cumulative.toFixed(3)}.` : '';
+      return `${whereItListened(t, i)}${numbers}`;
+    },
+    onStep: (i) => {
+      drawn.mark(i);
+      if (i !== null) select(i);
+    },
   });
 }
 
@@ -316,7 +353,7 @@ async function transcribe(input, playable) {
     if (!model) return;
     setStatus('Transcribing…');
     const beam = Number(byId('sp-beam').value);
-    const t = await model.transcribe(input, { beam, sampleRate: playable?.sampleRate });
+    const t = await model.transcribe(input, { beam, beamTree: true, sampleRate: playable?.sampleRate });
     view.audio = playable instanceof Blob ? await decodeForPlayback(playable) : playable ?? null;
     setStatus(`${currentEntry().label ?? currentEntry().id} ready`);
     render(t);

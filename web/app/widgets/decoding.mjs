@@ -26,16 +26,21 @@ export function winningPath(tree) {
 const pieceText = (piece) => tokenLabel(piece) || piece;  // </s> reads "⟨end⟩", as in the heatmaps
 const signed = (x) => (x < 0 ? `−${(-x).toFixed(3)}` : x.toFixed(3));
 
-/** The tooltip lines of tree node n. */
-export function nodeLines(tree, n, { beam }) {
+/**
+ * The tooltip lines of tree node n. labelOf(piece): how a piece reads; ranking: { name } when the search ranked by
+ * a score of its own (node.score) rather than by Σ log p, e.g. the speech search's joint CTC/attention score,
+ * which it divides by the length once a hypothesis has finished, at any beam.
+ */
+export function nodeLines(tree, n, { beam, labelOf = pieceText, ranking = null }) {
   const node = tree.nodes[n];
   const onPath = winningPath(tree).includes(n);
-  const lines = [`step ${node.step + 1}: “${pieceText(node.piece)}”${n === tree.winner ? ' (the answer)' : onPath ? ' (on the answer’s path)' : ''}`,
+  const lines = [`step ${node.step + 1}: “${labelOf(node.piece)}”${n === tree.winner ? ' (the answer)' : onPath ? ' (on the answer’s path)' : ''}`,
                  `log p ${signed(node.logProbability)} (p = ${(100 * Math.exp(node.logProbability)).toFixed(1)}%) given its prefix`,
                  `Σ log p ${signed(node.cumulative)} from the first token`];
+  if (ranking) lines.push(`${ranking.name}${node.finished ? ` ÷ length ${node.step + 1}` : ''} ${signed(node.score)}: what the search ranked it by`);
   if (node.finished) {
     lines.push(node.piece === '</s>' ? 'finished: the hypothesis ended here' : 'finished: stopped at the maximum length');
-    if (beam > 1) lines.push(`ranking score ${signed(node.score)} = Σ log p ÷ length ${node.step + 1}`);
+    if (beam > 1 && !ranking) lines.push(`ranking score ${signed(node.score)} = Σ log p ÷ length ${node.step + 1}`);
   } else {
     lines.push('kept alive for the next step');
   }
@@ -151,7 +156,7 @@ function layout(tree) {
 }
 
 /** The tree as a stand-alone SVG string (styles inline, so the exported file looks as drawn). */
-export function beamTreeSvg(tree, { title = '' } = {}) {
+export function beamTreeSvg(tree, { title = '', labelOf = pieceText } = {}) {
   const { place, width, height } = layout(tree);
   const top = title ? 24 : 0;
   const path = new Set(winningPath(tree));
@@ -170,7 +175,7 @@ export function beamTreeSvg(tree, { title = '' } = {}) {
   tree.nodes.forEach((node, n) => {
     const { x, y } = place[n];
     const win = path.has(n);
-    const label = pieceText(node.piece);
+    const label = labelOf(node.piece);
     const short = label.length > 11 ? `${label.slice(0, 10)}…` : label;
     parts.push(`<g class="beam-node" data-node="${n}" data-step="${node.step}"${win ? ' data-winner="true"' : ''}${n === tree.winner ? ' data-answer="true"' : ''} ` +
                `tabindex="-1" role="button" aria-label="${escapeXml(`step ${node.step + 1}: ${label}, log p ${node.logProbability.toFixed(3)}, total ${node.cumulative.toFixed(3)}${node.finished ? ', finished' : ''}${n === tree.winner ? ', the answer' : ''}`)}">` +
@@ -186,10 +191,12 @@ export function beamTreeSvg(tree, { title = '' } = {}) {
 
 /**
  * Draws a result's beam tree into box: nodes are focusable (arrow keys: left to the parent, right to a child,
- * up/down within the step), and hovering, focusing or tapping one shows its numbers. Returns { mark(step) },
- * which outlines the nodes of one step (the stepper's current one; null: none).
+ * up/down within the step), and hovering, focusing or tapping one shows its numbers. labelOf and ranking as
+ * nodeLines() takes them. Returns { mark(step) }, which outlines the nodes of one step (the stepper's current one;
+ * null: none).
  */
-export function drawBeamTree(box, tree, { beam, lang, name, label = 'beam search tree', title = '' }) {
+export function drawBeamTree(box, tree, { beam, lang, name, label = 'beam search tree', title = '', labelOf = pieceText,
+                                          ranking = null }) {
   box.replaceChildren();
   if (!tree || tree.nodes.length === 0) {
     box.append(el('p', { className: 'muted small', text: 'The search kept no hypotheses (an empty output).' }));
@@ -197,11 +204,13 @@ export function drawBeamTree(box, tree, { beam, lang, name, label = 'beam search
   }
   const steps = 1 + Math.max(...tree.nodes.map((node) => node.step));
   const kept = tree.nodes.length;
+  const rankedBy = ranking ? `${ranking.name} ÷ length` : 'Σ log p ÷ length';
   const summary = beam === 1
-    ? `Greedy search (beam 1): one hypothesis a step, ${steps} steps.`
-    : `Beam ${beam}: ${kept} hypotheses kept over ${steps} steps; the highlighted path won (highest Σ log p ÷ length among the finished ones).`;
+    ? (ranking ? `Beam 1, ranked by the ${ranking.name}: one live hypothesis a step, ${steps} steps.`
+               : `Greedy search (beam 1): one hypothesis a step, ${steps} steps.`)
+    : `Beam ${beam}: ${kept} hypotheses kept over ${steps} steps; the highlighted path won (highest ${rankedBy} among the finished ones).`;
   const scroll = el('div', { className: 'beam-tree-scroll' });
-  scroll.innerHTML = beamTreeSvg(tree);
+  scroll.innerHTML = beamTreeSvg(tree, { labelOf });
   const svg = scroll.firstChild;
   svg.setAttribute('role', 'group');
   svg.setAttribute('aria-label', `${label}: ${summary} Arrow keys move between hypotheses.`);
@@ -213,7 +222,7 @@ export function drawBeamTree(box, tree, { beam, lang, name, label = 'beam search
   const children = tree.nodes.map(() => []);
   tree.nodes.forEach((node, n) => { if (node.parent >= 0) children[node.parent].push(n); });
   const path = new Set(winningPath(tree));
-  const show = (n, options) => showTip(nodes[n], nodeLines(tree, n, { beam }), options);
+  const show = (n, options) => showTip(nodes[n], nodeLines(tree, n, { beam, labelOf, ranking }), options);
   const nodeOf = (target) => {
     const g = target?.closest?.('.beam-node');
     return g && svg.contains(g) ? Number(g.dataset.node) : null;
@@ -258,7 +267,7 @@ export function drawBeamTree(box, tree, { beam, lang, name, label = 'beam search
       el('span', { className: 'legend-swatch kept', attrs: { 'aria-hidden': 'true' } }), el('span', { className: 'legend-meaning', text: 'kept, then dropped' }),
       el('span', { className: 'legend-swatch finished', attrs: { 'aria-hidden': 'true' } }), el('span', { className: 'legend-meaning', text: 'dashed: finished · number: Σ log p' }),
     ]),
-    exportBar({ name, label, svg: () => beamTreeSvg(tree, { title }),
+    exportBar({ name, label, svg: () => beamTreeSvg(tree, { title, labelOf }),
                 json: () => ({ beam, winner: tree.winner, nodes: tree.nodes }) }),
   );
   return {
