@@ -127,6 +127,29 @@ test('loader: a newer load stops the older one waiting; isReady', async () => {
   assert.equal(loader.isReady(B), false);
 });
 
+test('loader.ensure: one load per entry, a failed one started again, cancel() forgets it', async () => {
+  const f = fakeLoader();
+  const { getModel } = createModelCache(f.load);
+  const loader = createModelLoader({ getModel, available: () => true, setStatus: () => {}, noneText: 'none',
+                                     isCurrent: () => true });
+  const first = loader.ensure(A);
+  assert.equal(loader.ensure(A), first, 'the same entry shares the load');
+  await tick();
+  assert.equal(f.calls.length, 1);
+  f.calls[0].reject(new Error('offline'));
+  assert.equal(await first, null);
+  const again = loader.ensure(A);
+  assert.notEqual(again, first, 'a failed load is started again');
+  await tick();
+  assert.equal(f.calls.length, 2);
+  const model = { fromCache: false };
+  f.calls[1].resolve(model);
+  assert.equal(await again, model);
+  assert.equal(loader.ensure(A), again, 'a loaded entry is kept');
+  loader.cancel();
+  assert.notEqual(loader.ensure(A), again, 'cancel() forgets it');
+});
+
 test('tokens', () => {
   assert.equal(tokenLabel('▁dog'), 'dog');
   assert.equal(tokenLabel('s'), 's');

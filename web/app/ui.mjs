@@ -41,6 +41,15 @@ export function tokenLabel(piece, { continuation = '' } = {}) {
   return `${continuation}${piece}`;
 }
 
+/**
+ * Fills select with one option per index 0..count-1, reading "<name> k of count" (the layer and head pickers of
+ * the Transformer views), and selects value.
+ */
+export function fillCountOptions(select, count, name, value) {
+  select.replaceChildren(...Array.from({ length: count }, (_, k) => el('option', { text: `${name} ${k + 1} of ${count}`, attrs: { value: k } })));
+  select.value = String(value);
+}
+
 // ---------------------------------------------------------------- status lines
 
 // A status line made of #PREFIX-status (the box: .error, data-source "cache" | "network"), #PREFIX-status-text and
@@ -160,7 +169,9 @@ export function createModelCache(load) {
  * Loads the model a tab selected and reports it on the tab's status line. load(entry) -> Promise<Model | null>:
  * null when the entry is missing or not available, when the load failed (the status shows why), or when a later
  * load() or cancel() replaced it (the tab stops waiting; the shared download goes on if another tab needs it).
- * isReady(entry): the last load() was for this entry and it finished.
+ * isReady(entry): the last load() was for this entry and it finished. ensure(entry): the entry's model, loaded
+ * once: calls for the entry the last ensure() asked for share its load, and a load that gave null (failed,
+ * aborted, replaced) is started again by the next call; cancel() forgets it too.
  *
  * getModel, available: the page's shared cache and check; setStatus: a statusLine(); noneText: what to say when
  * there is no entry; isCurrent(entry): whether the tab still shows this entry; retry(): what the status line's
@@ -169,11 +180,13 @@ export function createModelCache(load) {
 export function createModelLoader({ getModel, available, setStatus, noneText, isCurrent, retry = null }) {
   let controller = null;
   let ready = null;
+  let held = null;  // ensure()'s { entry, promise }
 
   function cancel() {
     controller?.abort();
     controller = null;
     ready = null;
+    held = null;
   }
 
   async function load(entry) {
@@ -207,5 +220,16 @@ export function createModelLoader({ getModel, available, setStatus, noneText, is
     }
   }
 
-  return { load, cancel, isReady: (entry) => !!entry && ready === entry };
+  function ensure(entry) {
+    if (held?.entry !== entry) {
+      const promise = load(entry).then((model) => {  // load() cancels first, so `held` is set after it
+        if (!model && held?.promise === promise) held = null;
+        return model;
+      });
+      held = { entry, promise };
+    }
+    return held.promise;
+  }
+
+  return { load, ensure, cancel, isReady: (entry) => !!entry && ready === entry };
 }

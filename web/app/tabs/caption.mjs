@@ -24,7 +24,6 @@ const THUMB_HEIGHT = 84;        // per-word strip, CSS pixels
 const view = {
   entries: [],
   loader: null,        // createModelLoader() of this tab
-  model: null,         // { entry, promise: Promise<Model | null> } of the selected captioner
   input: null,         // canvas holding the pixels that were captioned
   caption: null,       // the engine's last Caption
   selected: 0,         // token whose attention is drawn
@@ -79,17 +78,7 @@ const currentEntry = () => pickedEntry(byId('cap-model'), view.entries);
 // ---------------------------------------------------------------- model
 
 // The selected captioner, loading it once (a failed or aborted load is retried on the next call).
-function ensureModel() {
-  const entry = currentEntry();
-  if (view.model?.entry !== entry) {
-    const promise = view.loader.load(entry).then((model) => {
-      if (!model && view.model?.promise === promise) view.model = null;
-      return model;
-    });
-    view.model = { entry, promise };
-  }
-  return view.model.promise;
-}
+const ensureModel = () => view.loader.ensure(currentEntry());
 
 // ---------------------------------------------------------------- inputs
 
@@ -588,7 +577,6 @@ export function setupCaption({ entries, getModel, available }) {
   };
   select.addEventListener('change', () => {
     view.loader.cancel();  // a different captioner: stop waiting for the previous one
-    view.model = null;
     const pending = ensureModel();
     if (view.caption) rerun();
     else pending.then(() => share());

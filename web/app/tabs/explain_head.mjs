@@ -3,7 +3,7 @@
 // keys k_j the page computes q·k_j, divides by √d_k and takes the softmax, and sets each result beside the number
 // the engine returned (its raw scores, encoderSelfScores, and its weights, encoderSelfAttention): the formula,
 // worked on the engine's own vectors, gives the engine's attention.
-import { byId, el, tokenLabel } from '/app/ui.mjs';
+import { byId, el, fillCountOptions, tokenLabel } from '/app/ui.mjs';
 import { exportBar, rounded } from '/app/widgets/figure.mjs';
 import { queryKeyRow } from '/app/widgets/neuron.mjs';
 import { barsSvg, drawBars, drawWordPicker, strip } from '/app/tabs/explain.mjs';
@@ -32,11 +32,6 @@ export function setupExplainHead() {
   headSelect.addEventListener('change', () => { pick.head = Number(headSelect.value); render(); });
   byId('explain-head-open').addEventListener('click', () => byId('tab-btn-selfattention').click());
 
-  const options = (select, count, name, value) => {
-    select.replaceChildren(...Array.from({ length: count }, (_, k) => el('option', { text: `${name} ${k + 1} of ${count}`, attrs: { value: k } })));
-    select.value = String(value);
-  };
-
   function render() {
     byId('explain-head-empty').hidden = !!last;
     byId('explain-head-body').hidden = !last;
@@ -46,8 +41,8 @@ export function setupExplainHead() {
     pick.layer = Math.min(pick.layer, layers - 1);
     pick.head = Math.min(pick.head, heads - 1);
     const computed = queryKeyRow(t, pick);
-    options(layerSelect, layers, 'Layer', pick.layer);
-    options(headSelect, heads, 'Head', pick.head);
+    fillCountOptions(layerSelect, layers, 'Layer', pick.layer);
+    fillCountOptions(headSelect, heads, 'Head', pick.head);
     byId('explain-head-source').textContent = t.sourceTokens.map((p) => tokenLabel(p)).join(' ');
     byId('explain-head-source').lang = entry.src;
     drawWordPicker(byId('explain-head-picker'), t.sourceTokens, {

@@ -26,7 +26,6 @@ const FRAMES_PER_ATTENTION_FRAME = 4;
 const view = {
   entries: [],
   loader: null,
-  model: null,        // { entry, promise }
   result: null,       // the engine's last Transcription
   audio: null,        // { samples, sampleRate } of what was transcribed, for playback (null: cannot play)
   selected: -1,       // character highlighted
@@ -50,17 +49,8 @@ function clearResult() {
 
 const currentEntry = () => pickedEntry(byId('sp-model'), view.entries);
 
-function ensureModel() {
-  const entry = currentEntry();
-  if (view.model?.entry !== entry) {
-    const promise = view.loader.load(entry).then((model) => {
-      if (!model && view.model?.promise === promise) view.model = null;
-      return model;
-    });
-    view.model = { entry, promise };
-  }
-  return view.model.promise;
-}
+// The selected recognizer, loading it once (a failed or aborted load is retried on the next call).
+const ensureModel = () => view.loader.ensure(currentEntry());
 
 // ---------------------------------------------------------------- panel
 
