@@ -14,6 +14,20 @@ const { values } = parseArgs({ options: { tabs: { type: 'string' }, out: { type:
 const WIDTHS = [{ width: 1280, height: 800 }, { width: 390, height: 844 }];
 const TIMEOUT = 120_000;
 
+// Shows a tab once its button is enabled (the manifest lists a model for it).
+async function openTab(page, tab, name) {
+  await page.waitForFunction((id) => !document.getElementById(id).disabled, `tab-btn-${tab}`, { timeout: TIMEOUT });
+  await page.getByRole('tab', { name }).click();
+}
+
+// A tab with a sample gallery (#PREFIX-…): once its model is ready, the sample `sample` (a selector) until its result.
+async function runSample(page, { tab, name, prefix, sample }) {
+  await openTab(page, tab, name);
+  await page.waitForFunction((id) => /ready/.test(document.getElementById(id).textContent), `${prefix}-status-text`, { timeout: TIMEOUT });
+  await page.locator(sample).click();
+  await page.locator(`#${prefix}-result:not([hidden])`).waitFor({ timeout: TIMEOUT });
+}
+
 // What each tab does before its picture: the steps a new visitor would take.
 const TABS = {
   translate: async (page) => {
@@ -47,8 +61,7 @@ const TABS = {
     await page.locator('#pair-result:not([hidden])').waitFor({ timeout: TIMEOUT });
   },
   selfattention: async (page) => {
-    await page.waitForFunction(() => !document.getElementById('tab-btn-selfattention').disabled, null, { timeout: TIMEOUT });
-    await page.getByRole('tab', { name: 'Self-attention' }).click();
+    await openTab(page, 'selfattention', 'Self-attention');
     await page.locator('#sa-run:not([disabled])').waitFor({ timeout: TIMEOUT });
     await page.locator('#sa-samples .chip').first().click();
     await page.locator('#sa-result:not([hidden])').waitFor({ timeout: TIMEOUT });
@@ -62,20 +75,12 @@ const TABS = {
     await page.getByTestId('explain-head').scrollIntoViewIfNeeded();
   },
   caption: async (page) => {
-    await page.waitForFunction(() => !document.getElementById('tab-btn-caption').disabled, null, { timeout: TIMEOUT });
-    await page.getByRole('tab', { name: 'Caption' }).click();
-    await page.waitForFunction(() => /ready/.test(document.getElementById('cap-status-text').textContent), null, { timeout: TIMEOUT });
-    await page.locator('.cap-sample[data-sample="cameraman"]').click();
-    await page.locator('#cap-result:not([hidden])').waitFor({ timeout: TIMEOUT });
+    await runSample(page, { tab: 'caption', name: 'Caption', prefix: 'cap', sample: '.cap-sample[data-sample="cameraman"]' });
     await page.locator('#cap-cells .cell[data-row="2"][data-col="3"]').hover();
   },
-  // The Speech tab on a sample clip, five characters into its step-by-step view.
+  // The Speech tab on a sample clip, five characters into its step-by-step view (its search tree below).
   speech: async (page) => {
-    await page.waitForFunction(() => !document.getElementById('tab-btn-speech').disabled, null, { timeout: TIMEOUT });
-    await page.getByRole('tab', { name: 'Speech' }).click();
-    await page.waitForFunction(() => /ready/.test(document.getElementById('sp-status-text').textContent), null, { timeout: TIMEOUT });
-    await page.locator('#sp-samples [data-sample="woodchuck.wav"]').click();
-    await page.locator('#sp-result:not([hidden])').waitFor({ timeout: TIMEOUT });
+    await runSample(page, { tab: 'speech', name: 'Speech', prefix: 'sp', sample: '#sp-samples [data-sample="woodchuck.wav"]' });
     for (let k = 0; k < 5; ++k) await page.getByTestId('sp-stepper').getByTestId('step-next').click();
   },
   engine: async (page) => {
