@@ -279,25 +279,33 @@ void take_hypothesis(Translation& result, decode::Hypothesis&& best, Tokenizers 
                                            decode::max_target_length(search, static_cast<int>(result.source_ids.size())));
 }
 
-void take_encoding(Translation& result, const models::RnnSeq2Seq& model, const models::RnnEncoded& encoded) {
+void take_encoding(Translation& result, const models::RnnSeq2Seq& model, const models::RnnEncoded& encoded,
+                   const TranslateOptions& /*options*/) {
     result.context_size = static_cast<int>(encoded.memory.shape(1));
     result.values.assign(encoded.memory.data(), encoded.memory.data() + encoded.memory.size());
     result.score_function = nn::score_name(model.config.score);
 }
 
-void take_encoding(Translation& result, const models::Transformer& model, const models::TransformerEncoded& encoded) {
+void take_encoding(Translation& result, const models::Transformer& model, const models::TransformerEncoded& encoded,
+                   const TranslateOptions& options) {
     result.score_function = nn::score_name(nn::Score::scaled_dot);
     result.encoder_self_attention = to_attention_tensor(encoded.self_attention);
     // The full per-layer tensors of the chosen output are recomputed once rather than carried by every beam.
-    Tensor4 decoder_self, cross;
-    models::transformer_output_attention(model, encoded, result.target_ids, decoder_self, cross);
+    Tensor4 decoder_self, cross, decoder_self_scores, cross_scores;
+    models::transformer_output_attention(model, encoded, result.target_ids, decoder_self, cross,
+                                         options.raw_scores ? &decoder_self_scores : nullptr,
+                                         options.raw_scores ? &cross_scores : nullptr);
     result.decoder_self_attention = to_attention_tensor(decoder_self);
     result.cross_attention = to_attention_tensor(cross);
+    if (options.raw_scores) {
+        result.decoder_self_scores = to_attention_tensor(decoder_self_scores);
+        result.cross_scores = to_attention_tensor(cross_scores);
+    }
     if (encoded.queries.size() > 0) {  // TranslateOptions::query_key
         result.encoder_queries = to_attention_tensor(encoded.queries);
         result.encoder_keys = to_attention_tensor(encoded.keys);
-        result.encoder_self_scores = to_attention_tensor(encoded.self_scores);
     }
+    if (encoded.self_scores.size() > 0) result.encoder_self_scores = to_attention_tensor(encoded.self_scores);
 }
 
 // The two translator families, told apart in one place: how a sentence is encoded, and the decoders over one
@@ -310,7 +318,8 @@ struct Family<models::RnnSeq2Seq> {
     using Encoded = models::RnnEncoded;
     using Decoder = models::RnnDecoder;
     using SentencesDecoder = models::RnnSentencesDecoder;
-    static Encoded encode(const models::RnnSeq2Seq& model, const std::vector<int32_t>& ids, bool /*query_key*/) {
+    static Encoded encode(const models::RnnSeq2Seq& model, const std::vector<int32_t>& ids, bool /*query_key*/,
+                          bool /*raw_scores*/) {
         return models::rnn_encode(model, ids);
     }
 };
@@ -320,8 +329,9 @@ struct Family<models::Transformer> {
     using Encoded = models::TransformerEncoded;
     using Decoder = models::TransformerDecoder;
     using SentencesDecoder = models::TransformerSentencesDecoder;
-    static Encoded encode(const models::Transformer& model, const std::vector<int32_t>& ids, bool query_key) {
-        return models::transformer_encode(model, ids, query_key);
+    static Encoded encode(const models::Transformer& model, const std::vector<int32_t>& ids, bool query_key,
+                          bool raw_scores) {
+        return models::transformer_encode(model, ids, query_key, raw_scores);
     }
 };
 
@@ -342,10 +352,10 @@ Translation translate_text(const Translator& model, Tokenizers tokenizers, const
     Translation result;
     result.source_ids = source_ids(model, tokenizers.source, text);
     const typename Family<Translator>::Encoded encoded =
-        Family<Translator>::encode(model, result.source_ids, options.query_key);
+        Family<Translator>::encode(model, result.source_ids, options.query_key, options.raw_scores);
     take_hypothesis(result, decode::search(typename Family<Translator>::Decoder(model, encoded), search), tokenizers,
                     source_eos(model), search);
-    take_encoding(result, model, encoded);
+    take_encoding(result, model, encoded, options);
     return result;
 }
 
@@ -385,7 +395,7 @@ std::vector<Translation> translate_texts(const Translator& model, Tokenizers tok
         std::vector<const Encoded*> sentences;
         encoded.reserve(bucket.size());
         for (int i : bucket) {
-            encoded.push_back(Family<Translator>::encode(model, results[i].source_ids, false));
+            encoded.push_back(Family<Translator>::encode(model, results[i].source_ids, false, options.raw_scores));
             sentences.push_back(&encoded.back());
         }
         std::vector<decode::Hypothesis> best =
@@ -393,7 +403,7 @@ std::vector<Translation> translate_texts(const Translator& model, Tokenizers tok
         for (std::size_t k = 0; k < bucket.size(); ++k) {
             Translation& result = results[bucket[k]];
             take_hypothesis(result, std::move(best[k]), tokenizers, source_eos(model), search);
-            take_encoding(result, model, encoded[k]);
+            take_encoding(result, model, encoded[k], options);
         }
     }
     return results;

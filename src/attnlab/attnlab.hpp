@@ -31,6 +31,9 @@ struct TranslateOptions {
     bool beam_tree = false;     // also return Translation::beam_tree (every hypothesis the search kept)
     bool query_key = false;     // Transformers: also return the encoder self-attention's per-head queries, keys and
                                 // raw scores (Translation::encoder_queries, encoder_keys, encoder_self_scores)
+    bool raw_scores = false;    // Transformers: also return every attention's per-head raw scores, taken in the
+                                // pass that makes its weights (Translation::encoder_self_scores,
+                                // decoder_self_scores, cross_scores)
 };
 
 // The n-gram size a translation may not repeat unless the caller says otherwise: it stops the loops a model falls
@@ -97,15 +100,23 @@ struct Translation {
     std::string score_function;                // "additive", "dot", "general", "cosine", "scaled_dot"
     float log_probability = 0.0f;
     // Transformer only. attention/scores above are then the last decoder layer's cross-attention weights and
-    // scaled dot products q·k/√hd, averaged over heads. Decoder rows and columns are the decoder inputs
-    // (<s>, y_1 .. y_{T-1}): row i is the step that produced target token i.
+    // scaled dot products q·k/√hd, averaged over heads, as the search's steps computed them (so attention is not
+    // the softmax of scores: a mean of softmaxes is not the softmax of the mean; cross_scores has each head's).
+    // Decoder rows and columns are the decoder inputs (<s>, y_1 .. y_{T-1}): row i is the step that produced
+    // target token i.
     AttentionTensor encoder_self_attention;    // [L_enc, H, source, source]
     AttentionTensor decoder_self_attention;    // [L_dec, H, target, target], causal (zero above the diagonal)
     AttentionTensor cross_attention;           // [L_dec, H, target, source]
     // TranslateOptions::query_key only (else empty): what softmax(q·k/√hd) of encoder_self_attention is made of.
     AttentionTensor encoder_queries;           // [L_enc, H, source, hd] each head's query of each source token
     AttentionTensor encoder_keys;              // [L_enc, H, source, hd] and its key
+    // TranslateOptions::query_key or raw_scores (else empty):
     AttentionTensor encoder_self_scores;       // [L_enc, H, source, source] q·k/√hd before the softmax
+    // TranslateOptions::raw_scores only (else empty): q·k/√hd before the softmax, whose softmax over each row is
+    // the row of decoder_self_attention / cross_attention.
+    AttentionTensor decoder_self_scores;       // [L_dec, H, target, target]; -inf above the diagonal (the causal
+                                               // mask: position i never sees j > i)
+    AttentionTensor cross_scores;              // [L_dec, H, target, source]
     StopReason stop_reason = StopReason::eos;
     std::vector<Warning> warnings;             // UNKNOWN_INPUT and/or MAX_LENGTH, in that order; usually none
     BeamTree beam_tree;                        // TranslateOptions::beam_tree only

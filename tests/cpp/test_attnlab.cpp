@@ -310,3 +310,103 @@ TEST_CASE("query_key: a Transformer's encoder queries and keys make its raw scor
     // An RNN has no such heads: nothing extra.
     CHECK(shipped_en_de().translate("A dog.", options).encoder_queries.empty());
 }
+
+namespace {
+
+// Every row of scores [layers, heads, rows, cols]: its softmax over the entries that are not -inf is that row of
+// weights, within 1e-5; a -inf entry (masked) has weight 0. Returns how many entries were -inf.
+int check_softmax_is_weights(const AttentionTensor& scores, const AttentionTensor& weights, const char* what) {
+    CAPTURE(what);
+    REQUIRE(scores.layers == weights.layers);
+    REQUIRE(scores.heads == weights.heads);
+    REQUIRE(scores.rows == weights.rows);
+    REQUIRE(scores.cols == weights.cols);
+    REQUIRE(scores.data.size() == weights.data.size());
+    int masked = 0;
+    const std::size_t rows = std::size_t(scores.layers) * scores.heads * scores.rows, cols = scores.cols;
+    for (std::size_t r = 0; r < rows; ++r) {
+        CAPTURE(r);
+        const float* s = scores.data.data() + r * cols;
+        const float* w = weights.data.data() + r * cols;
+        double top = -INFINITY;
+        for (std::size_t j = 0; j < cols; ++j) {
+            REQUIRE(!std::isnan(s[j]));
+            if (std::isfinite(s[j])) top = std::max(top, double(s[j]));
+            else REQUIRE(s[j] < 0);  // only -inf, never +inf
+        }
+        REQUIRE(std::isfinite(top));  // every row sees at least one key
+        double sum = 0;
+        for (std::size_t j = 0; j < cols; ++j)
+            if (std::isfinite(s[j])) sum += std::exp(double(s[j]) - top);
+        for (std::size_t j = 0; j < cols; ++j) {
+            CAPTURE(j);
+            if (!std::isfinite(s[j])) {
+                ++masked;
+                CHECK(w[j] == 0.0f);
+                continue;
+            }
+            CHECK(std::abs(double(w[j]) - std::exp(double(s[j]) - top) / sum) <= 1e-5);
+        }
+    }
+    return masked;
+}
+
+}  // namespace
+
+TEST_CASE("raw_scores: every Transformer attention's raw scores, whose softmax over each row is its weights") {
+    const Model& model = shipped_transformer_en_de();
+    const std::string text = "A girl in a red dress is playing with her dog on the grass.";
+    const Translation plain = model.translate(text);
+    CHECK(plain.encoder_self_scores.empty());
+    CHECK(plain.decoder_self_scores.empty());
+    CHECK(plain.cross_scores.empty());
+    TranslateOptions options;
+    options.raw_scores = true;
+    for (int beam : {1, 3}) {
+        CAPTURE(beam);
+        options.beam = beam;
+        const Translation t = model.translate(text, options);
+        REQUIRE(t.target_ids.size() > 2);
+        CHECK(t.encoder_queries.empty());  // queries and keys are query_key's
+        CHECK(check_softmax_is_weights(t.encoder_self_scores, t.encoder_self_attention, "encoder") == 0);
+        CHECK(check_softmax_is_weights(t.cross_scores, t.cross_attention, "cross") == 0);
+        // Causal: exactly the entries above the diagonal are masked.
+        const AttentionTensor& self = t.decoder_self_scores;
+        const int T = self.rows;
+        CHECK(check_softmax_is_weights(self, t.decoder_self_attention, "decoder") ==
+              self.layers * self.heads * T * (T - 1) / 2);
+        for (int i = 0; i < T; ++i) CHECK(std::isinf(self.data[std::size_t(i) * T + std::min(i + 1, T - 1)]) == (i + 1 < T));
+        // Translation::scores is the search's own mean over the last layer's heads: the re-run's, up to rounding
+        // (on Q8_0 weights the search's one-row steps round the activations to int8, the re-run over all rows
+        // multiplies them as floats, hence the loose bound).
+        const AttentionTensor& cross = t.cross_scores;
+        REQUIRE(t.scores.size() == std::size_t(cross.rows) * cross.cols);
+        for (int i = 0; i < cross.rows; ++i)
+            for (int j = 0; j < cross.cols; ++j) {
+                double mean = 0;
+                for (int h = 0; h < cross.heads; ++h)
+                    mean += cross.data[((std::size_t(cross.layers - 1) * cross.heads + h) * cross.rows + i) * cross.cols + j];
+                CHECK(t.scores[std::size_t(i) * cross.cols + j] ==
+                      doctest::Approx(mean / cross.heads).epsilon(1e-2).scale(1.0));
+            }
+        // The option adds scores and changes nothing else.
+        if (beam == 1) {
+            CHECK(t.target_ids == plain.target_ids);
+            CHECK(t.cross_attention.data == plain.cross_attention.data);
+        }
+    }
+    // Several texts decoded together carry them too, each sentence's as alone.
+    options.beam = 1;
+    const std::vector<Translation> many = model.translate(std::vector<std::string>{text, "Two dogs play in the snow."}, options);
+    REQUIRE(many.size() == 2);
+    for (const Translation& t : many) {
+        CHECK(check_softmax_is_weights(t.decoder_self_scores, t.decoder_self_attention, "decoder (several)") > 0);
+        CHECK(check_softmax_is_weights(t.cross_scores, t.cross_attention, "cross (several)") == 0);
+    }
+    CHECK(model.translate(std::vector<std::string>{text}).front().cross_scores.empty());
+    // An RNN has one attention, whose scores Translation::scores always holds: nothing extra.
+    const Translation rnn = shipped_en_de().translate("A dog.", options);
+    CHECK(rnn.cross_scores.empty());
+    CHECK(rnn.decoder_self_scores.empty());
+    CHECK(rnn.encoder_self_scores.empty());
+}

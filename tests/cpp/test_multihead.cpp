@@ -3,7 +3,9 @@
 // (fixtures: python/attnlab/golden/layers.py -> tests/fixtures/layers/multihead.gguf).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
@@ -50,6 +52,55 @@ TEST_CASE("multihead: causal self-attention matches PyTorch (outputs and per-hea
     for (int h = 0; h < 2; ++h)
         for (int i = 0; i < T; ++i)
             for (int j = i + 1; j < T; ++j) CHECK(weights(h, i, j) == 0.0f);   // position i sees only j <= i
+}
+
+TEST_CASE("multihead: the raw scores are q·k/√hd, -inf where a mask hides the key, and their softmax is the weights") {
+    const nn::MultiHeadAttention mha = load_fixture_mha();
+    const gguf::File& file = mha_fixture();
+    const Matrix query = file.load_f32<2>("cross.query", {-1, 10});
+    const Matrix memory = file.load_f32<2>("cross.memory", {-1, 10});
+    const std::vector<uint8_t> padding = load_mask("cross.mask");
+    const int hd = mha.head_dim();
+    const Matrix q = nn::linear(mha.q, query), k = nn::linear(mha.k, memory);
+    for (bool causal : {false, true}) {
+        CAPTURE(causal);
+        Tensor3 weights, scores;
+        const Matrix out = nn::mha_forward(mha, query, memory, padding.data(), causal, &weights, &scores);
+        Tensor3 weights_alone;
+        const Matrix out_alone = nn::mha_forward(mha, query, memory, padding.data(), causal, &weights_alone);
+        CHECK(out == out_alone);  // asking for the scores changes nothing else
+        CHECK(weights == weights_alone);
+        REQUIRE(scores.shape() == weights.shape());
+        const int H = int(scores.shape()[0]), T = int(scores.shape()[1]), S = int(scores.shape()[2]);
+        for (int h = 0; h < H; ++h)
+            for (int i = 0; i < T; ++i) {
+                const bool sees_any = [&] {
+                    for (int j = 0; j < S; ++j)
+                        if (padding[j] && !(causal && j > i)) return true;
+                    return false;
+                }();
+                double top = -INFINITY, sum = 0;
+                for (int j = 0; j < S; ++j)
+                    if (std::isfinite(scores(h, i, j))) top = std::max(top, double(scores(h, i, j)));
+                for (int j = 0; j < S; ++j)
+                    if (std::isfinite(scores(h, i, j))) sum += std::exp(double(scores(h, i, j)) - top);
+                for (int j = 0; j < S; ++j) {
+                    CAPTURE(h);
+                    CAPTURE(i);
+                    CAPTURE(j);
+                    const bool hidden = !padding[j] || (causal && j > i);
+                    if (hidden) {
+                        CHECK(scores(h, i, j) == -std::numeric_limits<float>::infinity());
+                        continue;
+                    }
+                    double dot = 0;
+                    for (int c = 0; c < hd; ++c) dot += double(q(i, h * hd + c)) * double(k(j, h * hd + c));
+                    CHECK(scores(h, i, j) == doctest::Approx(dot / std::sqrt(double(hd))).epsilon(1e-5).scale(1.0));
+                    if (sees_any)
+                        CHECK(weights(h, i, j) == doctest::Approx(std::exp(double(scores(h, i, j)) - top) / sum).epsilon(1e-5));
+                }
+            }
+    }
 }
 
 TEST_CASE("multihead: incremental decoding over a KV cache equals the causal forward") {

@@ -1,5 +1,6 @@
 #include "attnlab/models/transformer.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -179,32 +180,30 @@ Transformer load_transformer(const gguf::File& file) {
 
 namespace {
 
-// Layer l's per-head queries, keys and raw scores q·k/√hd of self-attention over x [S, d], into out.
+// Layer l's per-head queries and keys of self-attention over x [S, d], into out.
 void store_query_key(const nn::MultiHeadAttention& mha, const Matrix& x, int l, TransformerEncoded& out) {
     const int S = static_cast<int>(x.shape(0)), d = mha.d_model, H = mha.heads, hd = mha.head_dim();
     const Matrix q = nn::linear(mha.q, x), k = nn::linear(mha.k, x);  // [S, d], head h in columns h·hd ..
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (int h = 0; h < H; ++h) {
         float* queries = out.queries.data() + (std::size_t(l) * H + h) * S * hd;
         float* keys = out.keys.data() + (std::size_t(l) * H + h) * S * hd;
-        float* scores = out.self_scores.data() + (std::size_t(l) * H + h) * S * S;
         for (int s = 0; s < S; ++s) {
             std::memcpy(queries + std::size_t(s) * hd, q.data() + std::size_t(s) * d + h * hd, sizeof(float) * hd);
             std::memcpy(keys + std::size_t(s) * hd, k.data() + std::size_t(s) * d + h * hd, sizeof(float) * hd);
         }
-        for (int i = 0; i < S; ++i)
-            for (int j = 0; j < S; ++j) {
-                float dot = 0.0f;
-                for (int c = 0; c < hd; ++c) dot += queries[std::size_t(i) * hd + c] * keys[std::size_t(j) * hd + c];
-                scores[std::size_t(i) * S + j] = dot * scale;
-            }
     }
+}
+
+// Layer l's slice [H, rows, cols] of a [L, H, rows, cols] tensor takes the per-head tensor of one layer.
+void store_layer(const Tensor3& layer_tensor, int l, Tensor4& all_layers) {
+    std::memcpy(all_layers.data() + std::size_t(l) * layer_tensor.size(), layer_tensor.data(),
+                sizeof(float) * layer_tensor.size());
 }
 
 }  // namespace
 
 TransformerEncoded transformer_encode(const Transformer& model, const std::vector<int32_t>& source_ids,
-                                      bool keep_query_key) {
+                                      bool keep_query_key, bool keep_scores) {
     const TransformerConfig& c = model.config;
     const int S = static_cast<int>(source_ids.size()), d = c.d_model, H = c.heads;
     check(S > 0, "cannot translate an empty input");
@@ -212,20 +211,23 @@ TransformerEncoded transformer_encode(const Transformer& model, const std::vecto
     Matrix x = Matrix::from_shape(h.shape());                           // [S, d] normalized input of a sublayer
     TransformerEncoded out;
     out.self_attention = Tensor4::from_shape({std::size_t(c.encoder_layers), std::size_t(H), std::size_t(S), std::size_t(S)});
+    const bool scores_wanted = keep_query_key || keep_scores;
     if (keep_query_key) {
         const std::size_t hd = std::size_t(d / H);
         out.queries = Tensor4::from_shape({std::size_t(c.encoder_layers), std::size_t(H), std::size_t(S), hd});
         out.keys = Tensor4::from_shape({std::size_t(c.encoder_layers), std::size_t(H), std::size_t(S), hd});
-        out.self_scores = Tensor4::from_shape(out.self_attention.shape());
     }
-    Tensor3 weights;
+    if (scores_wanted) out.self_scores = Tensor4::from_shape(out.self_attention.shape());
+    Tensor3 weights, scores;
     for (int l = 0; l < c.encoder_layers; ++l) {
         const TransformerEncoderLayer& layer = model.encoder[l];
         layer_norm(layer.norm1, h.data(), S, d, c.norm_epsilon, x.data());
         if (keep_query_key) store_query_key(layer.self_attention, x, l, out);
-        const Matrix a = nn::mha_forward(layer.self_attention, x, x, nullptr, false, &weights);  // [S, d]
+        const Matrix a = nn::mha_forward(layer.self_attention, x, x, nullptr, false, &weights,
+                                         scores_wanted ? &scores : nullptr);  // [S, d]
         kernels::axpy(S * d, 1.0f, a.data(), h.data());
-        std::memcpy(out.self_attention.data() + std::size_t(l) * H * S * S, weights.data(), sizeof(float) * weights.size());
+        store_layer(weights, l, out.self_attention);
+        if (scores_wanted) store_layer(scores, l, out.self_scores);
         layer_norm(layer.norm2, h.data(), S, d, c.norm_epsilon, x.data());
         add_feed_forward(layer.feed_forward, x.data(), S, h.data());
     }
@@ -286,29 +288,37 @@ void transformer_step(const Transformer& model, const TransformerEncoded& encode
 namespace {
 
 // The decoder layers and final norm over all inputs at once: [T] -> LN_dec(g) [T, d].
+// Each non-null tensor receives every layer's per-head weights or raw scores.
 Matrix decode_layers(const Transformer& model, const TransformerEncoded& encoded, const std::vector<int32_t>& inputs,
-                     Tensor4* self_attention, Tensor4* cross_attention) {
+                     Tensor4* self_attention, Tensor4* cross_attention, Tensor4* self_scores = nullptr,
+                     Tensor4* cross_scores = nullptr) {
     const TransformerConfig& c = model.config;
     const int T = static_cast<int>(inputs.size()), d = c.d_model, H = c.heads, L = c.decoder_layers;
     const int S = static_cast<int>(encoded.memory.shape()[0]);
     check(T > 0, "transformer decoder: no decoder inputs");
     Matrix g = embed(model.target_embedding, inputs.data(), T, 0);  // [T, d]
     Matrix x = Matrix::from_shape(g.shape());
-    if (self_attention) *self_attention = Tensor4::from_shape({std::size_t(L), std::size_t(H), std::size_t(T), std::size_t(T)});
-    if (cross_attention) *cross_attention = Tensor4::from_shape({std::size_t(L), std::size_t(H), std::size_t(T), std::size_t(S)});
-    Tensor3 weights;
+    const std::array<std::size_t, 4> self_shape{std::size_t(L), std::size_t(H), std::size_t(T), std::size_t(T)};
+    const std::array<std::size_t, 4> cross_shape{std::size_t(L), std::size_t(H), std::size_t(T), std::size_t(S)};
+    if (self_attention) *self_attention = Tensor4::from_shape(self_shape);
+    if (cross_attention) *cross_attention = Tensor4::from_shape(cross_shape);
+    if (self_scores) *self_scores = Tensor4::from_shape(self_shape);
+    if (cross_scores) *cross_scores = Tensor4::from_shape(cross_shape);
+    Tensor3 weights, scores;
     for (int l = 0; l < L; ++l) {
         const TransformerDecoderLayer& layer = model.decoder[l];
         layer_norm(layer.norm1, g.data(), T, d, c.norm_epsilon, x.data());
-        Matrix a = nn::mha_forward(layer.self_attention, x, x, nullptr, true, self_attention ? &weights : nullptr);
+        Matrix a = nn::mha_forward(layer.self_attention, x, x, nullptr, true, self_attention ? &weights : nullptr,
+                                   self_scores ? &scores : nullptr);
         kernels::axpy(T * d, 1.0f, a.data(), g.data());
-        if (self_attention)
-            std::memcpy(self_attention->data() + std::size_t(l) * H * T * T, weights.data(), sizeof(float) * weights.size());
+        if (self_attention) store_layer(weights, l, *self_attention);
+        if (self_scores) store_layer(scores, l, *self_scores);
         layer_norm(layer.norm2, g.data(), T, d, c.norm_epsilon, x.data());
-        a = nn::mha_forward(layer.cross_attention, x, encoded.memory, nullptr, false, cross_attention ? &weights : nullptr);
+        a = nn::mha_forward(layer.cross_attention, x, encoded.memory, nullptr, false,
+                            cross_attention ? &weights : nullptr, cross_scores ? &scores : nullptr);
         kernels::axpy(T * d, 1.0f, a.data(), g.data());
-        if (cross_attention)
-            std::memcpy(cross_attention->data() + std::size_t(l) * H * T * S, weights.data(), sizeof(float) * weights.size());
+        if (cross_attention) store_layer(weights, l, *cross_attention);
+        if (cross_scores) store_layer(scores, l, *cross_scores);
         layer_norm(layer.norm3, g.data(), T, d, c.norm_epsilon, x.data());
         add_feed_forward(layer.feed_forward, x.data(), T, g.data());
     }
@@ -534,17 +544,19 @@ void TransformerSentencesDecoder::select_batch(decode::DecoderBatch& batch, cons
 
 void transformer_output_attention(const Transformer& model, const TransformerEncoded& encoded,
                                   const std::vector<int32_t>& tokens, Tensor4& self_attention,
-                                  Tensor4& cross_attention) {
+                                  Tensor4& cross_attention, Tensor4* self_scores, Tensor4* cross_scores) {
     const std::size_t L = model.config.decoder_layers, H = model.config.heads, S = encoded.memory.shape()[0];
     if (tokens.empty()) {
         self_attention = Tensor4::from_shape({L, H, 0, 0});
         cross_attention = Tensor4::from_shape({L, H, 0, S});
+        if (self_scores) *self_scores = Tensor4::from_shape({L, H, 0, 0});
+        if (cross_scores) *cross_scores = Tensor4::from_shape({L, H, 0, S});
         return;
     }
     std::vector<int32_t> inputs{model.bos};
     inputs.insert(inputs.end(), tokens.begin(), tokens.end() - 1);
     // Only the attention is wanted: the [T, V_tgt] output projection would cost as much as a whole step.
-    decode_layers(model, encoded, inputs, &self_attention, &cross_attention);
+    decode_layers(model, encoded, inputs, &self_attention, &cross_attention, self_scores, cross_scores);
 }
 
 }  // namespace attnlab::models

@@ -82,13 +82,15 @@ struct TransformerEncoded {
     std::vector<nn::KVCache> cross_kv;    // per decoder layer: the memory's projected keys and values
     // transformer_encode(..., keep_query_key = true) only (what a neuron view of one head draws):
     Tensor4 queries, keys;                // [L_enc, H, S, hd] each head's projected queries and keys
+    // keep_query_key or keep_scores only:
     Tensor4 self_scores;                  // [L_enc, H, S, S] q·k/√hd before the softmax
 };
 
 // source ids (already ending with EOS when config.source_eos) [S] -> memory, attention, cross K/V;
-// keep_query_key: also the self-attention's per-head queries, keys and raw scores.
+// keep_query_key: also the self-attention's per-head queries, keys and raw scores; keep_scores: the raw scores.
+// The scores are the ones the attention's softmax reads, taken in the same pass.
 TransformerEncoded transformer_encode(const Transformer& model, const std::vector<int32_t>& source_ids,
-                                      bool keep_query_key = false);
+                                      bool keep_query_key = false, bool keep_scores = false);
 
 // Attention of one decoder step, per layer and head.
 struct TransformerStepAttention {
@@ -140,8 +142,11 @@ public:
 // (rows and columns = decoder inputs BOS, y_1..y_{T-1}) and cross [L, H, T, S]. Computed by re-running the
 // decoder over the chosen tokens (teacher forcing), which gives exactly the rows of the hypothesis' own steps
 // (up to float summation order), instead of carrying [L][H][t] tensors along every beam hypothesis.
+// self_scores / cross_scores, when not null: the raw scores q·k/√hd those weights are the softmax of, from the
+// same re-run, the same shapes; the causal mask's entries (j > i) of self_scores are -inf.
 void transformer_output_attention(const Transformer& model, const TransformerEncoded& encoded,
                                   const std::vector<int32_t>& tokens, Tensor4& self_attention,
-                                  Tensor4& cross_attention);
+                                  Tensor4& cross_attention, Tensor4* self_scores = nullptr,
+                                  Tensor4* cross_scores = nullptr);
 
 }  // namespace attnlab::models

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "attnlab/error.hpp"
@@ -46,7 +47,7 @@ void attend_one_head(const float* q_h, const float* k_h, const float* v_h, int l
 
 // query [T, d], key_value [S, d] -> [T, d]
 Matrix mha_forward(const MultiHeadAttention& mha, const Matrix& query, const Matrix& key_value,
-                   const uint8_t* key_padding_mask, bool causal, Tensor3* weights_out) {
+                   const uint8_t* key_padding_mask, bool causal, Tensor3* weights_out, Tensor3* scores_out) {
     validate(mha);
     const int d = mha.d_model, H = mha.heads, hd = mha.head_dim();
     check_width(query, d, "query");
@@ -67,6 +68,7 @@ Matrix mha_forward(const MultiHeadAttention& mha, const Matrix& query, const Mat
     }
 
     if (weights_out) *weights_out = Tensor3::from_shape({std::size_t(H), std::size_t(T), std::size_t(S)});
+    if (scores_out) *scores_out = Tensor3::from_shape({std::size_t(H), std::size_t(T), std::size_t(S)});
     Matrix concat = xt::zeros<float>({std::size_t(T), std::size_t(d)});  // [T, d], head h in columns h·hd..
     std::vector<float> weights(std::size_t(T) * S);                      // [T, S]
     const float scale = 1.0f / std::sqrt(float(hd));
@@ -75,6 +77,11 @@ Matrix mha_forward(const MultiHeadAttention& mha, const Matrix& query, const Mat
             // weights = softmax(Q_h K_hᵀ / √hd)   [T, S]
             kernels::gemm_nt(T, S, hd, Q.data() + h * hd, d, K.data() + h * hd, d, weights.data(), S);
             for (float& w : weights) w *= scale;
+            if (scores_out) {
+                float* scores = scores_out->data() + std::size_t(h) * T * S;
+                for (std::size_t k = 0; k < weights.size(); ++k)
+                    scores[k] = mask.empty() || mask[k] ? weights[k] : -std::numeric_limits<float>::infinity();
+            }
             kernels::softmax_rows(T, S, weights.data(), S, mask.empty() ? nullptr : mask.data(), S);
             if (weights_out)
                 std::memcpy(weights_out->data() + std::size_t(h) * T * S, weights.data(),

@@ -30,9 +30,12 @@ void validate(const MultiHeadAttention& mha);
 
 // query [T, d], key_value [S, d] (self-attention: pass the same matrix), key_padding_mask [S] or null
 // -> [T, d]; weights_out, when not null, receives the per-head weights [heads, T, S]
-// (PyTorch's average_attn_weights=False).
+// (PyTorch's average_attn_weights=False); scores_out, when not null, the raw scores those weights are the
+// softmax of, [heads, T, S] = Q_h K_hᵀ / √hd, with -inf where a mask hides the key (what PyTorch's masked_fill
+// writes there, and what makes the softmax of a whole row the weights).
 Matrix mha_forward(const MultiHeadAttention& mha, const Matrix& query, const Matrix& key_value,
-                   const uint8_t* key_padding_mask, bool causal, Tensor3* weights_out = nullptr);
+                   const uint8_t* key_padding_mask, bool causal, Tensor3* weights_out = nullptr,
+                   Tensor3* scores_out = nullptr);
 
 // Projected keys and values of the positions seen so far: rows [0, length) of k and v are in use;
 // the matrices grow (doubling) as positions are appended.
