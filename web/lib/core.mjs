@@ -160,11 +160,13 @@ export function asBytes(bytes) {
 }
 
 /**
- * Creates an engine model from GGUF bytes. Returns { info, limits, translate(text, options), caption(pixels,
- * options), dispose() }, all synchronous; engine errors are thrown as Errors with the engine's message.
+ * Creates an engine model from GGUF bytes on this realm's engine (its callers, index.mjs and worker.mjs, start that
+ * engine first with the build and .wasm they chose). Returns { info, limits, translate(text, options),
+ * caption(pixels, options), transcribe(prepared, options), dispose() }, all synchronous; engine errors are thrown
+ * as Errors with the engine's message.
  */
-export async function createEngineModel(bytes, { wasmBinary } = {}) {
-  const engine = await loadEngine(wasmBinary ? { wasmBinary } : undefined);
+export async function createEngineModel(bytes) {
+  const engine = await loadEngine();
   const limits = engineLimits(engine);
   const data = asBytes(bytes);
   if (data.length === 0) throw new AttnlabError(ERROR_CODES.BAD_MODEL, 'attnlab: the model file is empty');
