@@ -6,8 +6,9 @@
 //   single-thread build, in the page and in the module's worker;
 // - the bad-input matrix that tests/js/bad_input.test.mjs runs in Node (bad_input_cases.mjs) passes against the
 //   threaded build in the page's own realm;
-// - env.threads changed between loads: each worker model starts the build asked for then, and a realm whose engine
-//   is running refuses another build with BAD_OPTIONS (and works again once env.threads is set back).
+// - env.threads changed between loads: each worker model starts the build asked for then (its worker's engine says
+//   which build runs), and a realm whose engine is running refuses another build with BAD_OPTIONS (and works again
+//   once env.threads is set back).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -111,7 +112,11 @@ async function badModelErrors(threads) {
     const model = await lib.loadModel(translator.slice(), { useWorker: false });
     errors['translate 10,000 characters of words'] = await outcome(model.translate('a dog runs '.repeat(1000).slice(0, 10_000)));
     model.terminate();
-    return { info: await lib.engineInfo(), errors };
+    // The build the worker loads above started, asked of a worker that holds a model (a refused file leaves none).
+    const worker = await lib.loadModel(translator.slice(), { useWorker: true });
+    const workerInfo = await worker._engineInfo();
+    worker.terminate();
+    return { info: await lib.engineInfo(), workerInfo, errors };
   }, { threads, casesPath: CASES_PATH });
 }
 
@@ -119,8 +124,11 @@ test('bad model files: the threaded build gives the single-thread build\'s messa
   const single = await badModelErrors(1);
   const threaded = await badModelErrors(2);
   assert.equal(single.result.info.build, 'single-thread');
+  assert.equal(single.result.workerInfo.build, 'single-thread');
   assert.equal(threaded.result.info.build, 'threaded');
   assert.equal(threaded.result.info.threads, 2);
+  assert.equal(threaded.result.workerInfo.build, 'threaded');
+  assert.equal(threaded.result.workerInfo.threads, 2);
   assert.deepEqual(fallbackNotes(threaded.consoleLines), [], 'the worker models ran the threaded build too');
   for (const [label, error] of Object.entries(single.result.errors)) {
     assert.notEqual(error, 'resolved', `${label}: loaded`);
@@ -164,8 +172,9 @@ async function changeThreads(sequence) {
       lib.env.threads = threads;
       workers.push(await outcome(lib.loadModel(translator.slice()).then(async (model) => {
         const { text } = await model.translate(probe);
+        const { build } = await model._engineInfo();  // the build the worker started, asked of its own engine
         model.terminate();
-        return { threads, inWorker: model.inWorker, text };
+        return { threads, inWorker: model.inWorker, text, build };
       })));
     }
     lib.env.threads = 2;
@@ -185,7 +194,8 @@ test('env.threads changed after an engine loaded: worker models follow it; the r
   for (const sequence of [[2, 1, 3], [1, 2]]) {
     const { result, consoleLines } = await changeThreads(sequence);
     result.workers.forEach((worker, i) => {
-      assert.deepEqual(worker, { threads: sequence[i], inWorker: true, text: expected[PROBE] }, `load ${i} of ${sequence}`);
+      const build = sequence[i] >= 2 ? 'threaded' : 'single-thread';
+      assert.deepEqual(worker, { threads: sequence[i], inWorker: true, text: expected[PROBE], build }, `load ${i} of ${sequence}`);
     });
     assert.deepEqual(fallbackNotes(consoleLines), [], `${sequence}: every threaded worker started the threaded build`);
     assert.equal(result.started.build, 'threaded');

@@ -261,5 +261,9 @@ export async function createEngineModel(bytes) {
       const mallocBytes = typeof engine.engineMemory === 'function' ? engine.engineMemory().mallocBytes : null;
       return { wasmBytes, mallocBytes };
     },
+    /** Diagnostic, not API: engineInfo() of the engine that runs this model ({ build, threads, ... }). */
+    engineInfo() {
+      return engine.engineInfo();
+    },
   };
 }

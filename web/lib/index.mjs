@@ -212,6 +212,10 @@ class DirectModel {
   _memoryStats() {
     return this.#queue.run(async () => this.#core.memoryStats());
   }
+  /** Diagnostic, not API: engineInfo() of the engine that runs this model (this realm's). */
+  _engineInfo() {
+    return this.#queue.run(async () => this.#core.engineInfo());
+  }
   async dispose() {
     if (this.#queue.closed) return;
     const done = this.#queue.run(async () => this.#core.dispose());
@@ -379,6 +383,10 @@ class WorkerModel {
   /** Diagnostic, not API: { wasmBytes, mallocBytes } of the worker's engine (scripts/soak.mjs watches them). */
   _memoryStats() {
     return this.call('memoryStats', {});
+  }
+  /** Diagnostic, not API: the worker's engineInfo(), whose `build` says which build it started. */
+  _engineInfo() {
+    return this.call('engineInfo', {});
   }
   async dispose() {
     if (this.#closed || this.#queue.closed) return;

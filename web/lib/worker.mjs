@@ -1,7 +1,8 @@
 // The engine inside a module Web Worker: one model per worker. Messages in: { id, method, args }, methods
 // "load" { bytes, wasmBinary, wasmThreaded, wasmPaths, threads } (-> { info, limits }), "translate" { text (or an
-// array of texts), options }, "caption" { image: ImageBitmap | { data, width, height }, options }, "dispose", and
-// the diagnostic "memoryStats" {} (-> { wasmBytes, mallocBytes }, for scripts/soak.mjs). Messages out: { id,
+// array of texts), options }, "caption" { image: ImageBitmap | { data, width, height }, options }, "transcribe"
+// { audio, options }, "dispose", and the diagnostics "memoryStats" {} (-> { wasmBytes, mallocBytes }, for
+// scripts/soak.mjs) and "engineInfo" {} (-> the worker engine's engineInfo(): which build it started). Messages out: { id,
 // result } or { id, error: { name, code, message } } (an AttnlabError, rebuilt by errors.mjs's deserializeError).
 // Requests run one after another in arrival order; the module sends the next one only when the last is answered,
 // so an aborted call can stop the worker without losing queued ones. The same protocol runs in a Node
@@ -48,6 +49,10 @@ const methods = {
   memoryStats() {  // diagnostic, for scripts/soak.mjs
     if (!model) throw new Error('attnlab: no model is loaded');
     return model.memoryStats();
+  },
+  engineInfo() {  // diagnostic, for tests/js/threaded_engine.test.mjs
+    if (!model) throw new Error('attnlab: no model is loaded');
+    return model.engineInfo();
   },
 };
 
