@@ -170,7 +170,12 @@ val to_translation(const attnlab::Translation& t, bool beam_tree) {
     if (!t.encoder_queries.empty()) {  // TranslateOptions::query_key
         out.set("encoderQueries", to_attention_tensor(t.encoder_queries));
         out.set("encoderKeys", to_attention_tensor(t.encoder_keys));
-        out.set("encoderSelfScores", to_attention_tensor(t.encoder_self_scores));
+    }
+    // TranslateOptions::query_key or raw_scores
+    if (!t.encoder_self_scores.empty()) out.set("encoderSelfScores", to_attention_tensor(t.encoder_self_scores));
+    if (!t.cross_scores.empty()) {  // TranslateOptions::raw_scores (a Float32Array holds the mask's -inf as is)
+        out.set("decoderSelfScores", to_attention_tensor(t.decoder_self_scores));
+        out.set("crossScores", to_attention_tensor(t.cross_scores));
     }
     return out;
 }
@@ -211,6 +216,11 @@ public:
 
     val translate_with_extras(const std::string& text, int beam, int max_length, int no_repeat_ngram,
                               bool beam_tree, bool query_key) const {
+        return translate_with_scores(text, beam, max_length, no_repeat_ngram, beam_tree, query_key, false);
+    }
+
+    val translate_with_scores(const std::string& text, int beam, int max_length, int no_repeat_ngram,
+                              bool beam_tree, bool query_key, bool raw_scores) const {
         return guarded(attnlab::ErrorKind::input, [&] {
             attnlab::TranslateOptions options;
             options.beam = beam;
@@ -218,6 +228,7 @@ public:
             options.no_repeat_ngram = no_repeat_ngram;
             options.beam_tree = beam_tree;
             options.query_key = query_key;
+            options.raw_scores = raw_scores;
             return to_translation(model_.translate(text, options), beam_tree);
         });
     }
@@ -323,6 +334,7 @@ EMSCRIPTEN_BINDINGS(attnlab) {
         .function("translate", &JsModel::translate_with)
         .function("translate", &JsModel::translate_with_tree)
         .function("translate", &JsModel::translate_with_extras)
+        .function("translate", &JsModel::translate_with_scores)
         .function("translateMany", &JsModel::translate_many)
         .function("caption", &JsModel::caption)
         .function("caption", &JsModel::caption_with_tree)

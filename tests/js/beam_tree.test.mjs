@@ -2,8 +2,9 @@
 // transcribe() return the search's tree only when asked; its winner's path is the output (ids and pieces, then </s> when it
 // ended so), its log-probabilities add up to the result's, beam 1 keeps one path and beam 4 more; in a Node worker
 // the tree arrives the same. { queryKey: true }: a Transformer's encoder queries and keys, whose q·k/√d_k is the
-// returned raw score and its softmax the returned weight. Captions carry their raw scores. Options that are not
-// booleans are BAD_OPTIONS.
+// returned raw score and its softmax the returned weight. { rawScores: true }: every Transformer attention's raw
+// scores, whose softmax over each row (the causal mask's -Infinity left out) is the weights, directly and in a worker.
+// Captions carry their raw scores. Options that are not booleans are BAD_OPTIONS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -128,6 +129,59 @@ test('queryKey: the Transformer\'s q and k make its raw scores, whose softmax is
   }
   const rnn = await models[TRANSLATORS[0]].translate(SENTENCE, { queryKey: true });
   assert.equal(rnn.encoderQueries, undefined);
+});
+
+// Every row of scores: its softmax over the finite entries is the row of weights; -Infinity only where the weight
+// is 0. Returns how many entries were -Infinity.
+function checkSoftmaxRows(scores, weights, what) {
+  assert.ok(scores && scores.data instanceof Float32Array, `${what}: no scores`);
+  assert.deepEqual([scores.layers, scores.heads, scores.rows, scores.cols], [weights.layers, weights.heads, weights.rows, weights.cols]);
+  let masked = 0;
+  const { cols } = scores;
+  for (let r = 0; r < scores.data.length / cols; ++r) {
+    const row = scores.data.subarray(r * cols, (r + 1) * cols);
+    assert.ok(row.every((x) => !Number.isNaN(x) && x !== Infinity), `${what} row ${r}: NaN or +Infinity`);
+    const top = Math.max(...row);
+    assert.ok(Number.isFinite(top), `${what} row ${r}: every key masked`);
+    const sum = row.reduce((acc, x) => acc + Math.exp(x - top), 0);
+    row.forEach((x, j) => {
+      const w = weights.data[r * cols + j];
+      if (x === -Infinity) ++masked;
+      assert.ok(Math.abs(Math.exp(x - top) / sum - w) < 1e-5, `${what} row ${r} col ${j}: softmax ${Math.exp(x - top) / sum}, weight ${w}`);
+    });
+  }
+  return masked;
+}
+
+test('rawScores: every Transformer attention\'s raw scores, whose row softmax is its weights; nothing unless asked', async () => {
+  const path = TRANSLATORS[1];
+  const plain = await models[path].translate(SENTENCE);
+  for (const name of ['encoderSelfScores', 'decoderSelfScores', 'crossScores']) assert.equal(plain[name], undefined, name);
+  const worker = await loadModel(join(repoRoot, path), { useWorker: true });
+  try {
+    for (const [where, model] of [['direct', models[path]], ['worker', worker]]) {
+      const t = await model.translate(SENTENCE, { rawScores: true, beam: 2 });
+      assert.equal(t.encoderQueries, undefined, `${where}: queries and keys are queryKey's`);
+      assert.equal(checkSoftmaxRows(t.encoderSelfScores, t.encoderSelfAttention, `${where} encoder`), 0);
+      assert.equal(checkSoftmaxRows(t.crossScores, t.crossAttention, `${where} cross`), 0);
+      const { layers, heads, rows: T } = t.decoderSelfScores;
+      assert.ok(T > 2);
+      assert.equal(checkSoftmaxRows(t.decoderSelfScores, t.decoderSelfAttention, `${where} decoder`), layers * heads * T * (T - 1) / 2,
+                   'exactly the causal entries are -Infinity');
+      assert.equal(t.decoderSelfScores.data[1], -Infinity, 'row 0 sees only itself');
+    }
+    const both = await models[path].translate([SENTENCE, 'A dog.'], { rawScores: true, queryKey: true });
+    for (const t of both) {
+      assert.ok(t.encoderQueries && t.crossScores, 'several texts carry both extras');
+      checkSoftmaxRows(t.crossScores, t.crossAttention, 'several texts');
+    }
+  } finally {
+    await worker.dispose();
+  }
+  const rnn = await models[TRANSLATORS[0]].translate(SENTENCE, { rawScores: true });
+  assert.equal(rnn.crossScores, undefined, 'an RNN has only Translation.scores');
+  await assert.rejects(models[path].translate(SENTENCE, { rawScores: 'yes' }),
+                       (e) => e.code === 'ATTNLAB_BAD_OPTIONS' && /rawScores must be true or false/.test(e.message));
 });
 
 test('caption: raw scores with the weights, the same shape', async () => {

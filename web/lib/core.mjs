@@ -111,14 +111,15 @@ function checkText(text, limits) {
 function checkTranslateOptions(options, limits) {
   const { maxBeam, maxTranslationLength } = requireLimits(limits);
   checkOptionsObject(options, 'translate');
-  const { beam = 1, maxLength = 0, noRepeatNgram = -1, beamTree = false, queryKey = false } = options;
+  const { beam = 1, maxLength = 0, noRepeatNgram = -1, beamTree = false, queryKey = false, rawScores = false } = options;
   checkRange('beam', beam, `an integer from 1 to ${maxBeam}`, (b) => b >= 1 && b <= maxBeam);
   checkRange('maxLength', maxLength, `an integer from 0 (automatic) to ${maxTranslationLength}`,
              (n) => n >= 0 && n <= maxTranslationLength);
   checkNoRepeatNgram(noRepeatNgram, limits, 'the default');
   checkBoolean('beamTree', beamTree);
   checkBoolean('queryKey', queryKey);
-  return { beam, maxLength, noRepeatNgram, beamTree, queryKey };
+  checkBoolean('rawScores', rawScores);
+  return { beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores };
 }
 
 /**
@@ -199,11 +200,11 @@ export async function createEngineModel(bytes) {
     limits,
     translate(text, options) {
       if (info.task !== 'translate') throw wrongTaskError(info, 'translate');
-      const { beam, maxLength, noRepeatNgram, beamTree, queryKey } = validateTranslate(text, options, limits);
+      const { beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores } = validateTranslate(text, options, limits);
       if (Array.isArray(text)) {
         // Several texts are decoded together, each as alone (attnlab::Model::translate of several texts); the
-        // query/key extra, and an engine built before translateMany, take them one by one.
-        if (queryKey || typeof model.translateMany !== 'function') return text.map((item) => this.translate(item, options));
+        // query/key and raw-score extras, and an engine built before translateMany, take them one by one.
+        if (queryKey || rawScores || typeof model.translateMany !== 'function') return text.map((item) => this.translate(item, options));
         try {
           return model.translateMany(text, beam, maxLength, noRepeatNgram, beamTree);
         } catch (error) {
@@ -212,6 +213,7 @@ export async function createEngineModel(bytes) {
       }
       try {
         // The three-argument form is the engine's default rule, and what an engine built before the option takes.
+        if (rawScores) return model.translate(text, beam, maxLength, noRepeatNgram, beamTree, queryKey, true);
         if (queryKey) return model.translate(text, beam, maxLength, noRepeatNgram, beamTree, true);
         if (beamTree) return model.translate(text, beam, maxLength, noRepeatNgram, true);
         return noRepeatNgram === -1 ? model.translate(text, beam, maxLength) : model.translate(text, beam, maxLength, noRepeatNgram);

@@ -94,8 +94,14 @@ export interface Translation {
   encoderQueries?: AttentionTensor;
   /** [encoder layers × heads × S × d_k]: each head's key of each source token. */
   encoderKeys?: AttentionTensor;
-  /** [encoder layers × heads × S × S]: q·k/√d_k before the softmax. */
+  /** With { queryKey: true } or { rawScores: true }: [encoder layers × heads × S × S], q·k/√d_k before the softmax. */
   encoderSelfScores?: AttentionTensor;
+  // With { rawScores: true } on a Transformer only: the raw scores whose softmax over each row is that row of
+  // decoderSelfAttention / crossAttention, from the same pass.
+  /** [decoder layers × heads × T × T]: q·k/√d_k before the softmax; -Infinity above the diagonal (the causal mask). */
+  decoderSelfScores?: AttentionTensor;
+  /** [decoder layers × heads × T × S]: q·k/√d_k before the softmax. */
+  crossScores?: AttentionTensor;
 }
 
 /** One hypothesis a search kept after one step; its parents, back to step 0, are its prefix. */
@@ -150,6 +156,9 @@ export interface TranslateOptions {
   beamTree?: boolean;
   /** Transformers: also return encoderQueries, encoderKeys and encoderSelfScores (default false). */
   queryKey?: boolean;
+  /** Transformers: also return every attention's raw scores, encoderSelfScores, decoderSelfScores and crossScores
+   *  (default false: nothing extra is computed). */
+  rawScores?: boolean;
   /** Cancels the call: it rejects with an AbortError (code ATTNLAB_ABORTED); see Model. */
   signal?: AbortSignal;
 }
