@@ -1,7 +1,9 @@
 // Browser end to end for the Self-attention tab: web/server.mjs serves a manifest that lists only the tiny
 // Transformer fixture; headless Chromium (device pixel ratio 2) opens the tab, translates the long-range sample,
 // and the model view, the head view canvas and its controls must show what the Node module computes for the same
-// sentence, with no request leaving the origin.
+// sentence, with no request leaving the origin. A decoder and a cross-attention line's tooltip carry each head's raw
+// score: the module's, whose softmax over the row is the weight shown and whose rank is the rank shown; a masked
+// (later) decoder position's is −∞.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
@@ -22,11 +24,11 @@ let site;
 let origin;
 let context;
 let requests;
-let expected;  // the Node module's translation of SAMPLE (greedy, as the tab runs it)
+let expected;  // the Node module's translation of SAMPLE (greedy, as the tab runs it), with every raw score
 
 before(async () => {
   const model = await loadModel(MODEL);
-  expected = await model.translate(SAMPLE, { beam: 1 });
+  expected = await model.translate(SAMPLE, { beam: 1, rawScores: true });
   await model.dispose();
 
   site = await startSite({
@@ -66,6 +68,28 @@ async function drawingBecomes(page, wanted) {
   return false;
 }
 const canvasData = async (page, name) => page.getByTestId('sa-canvas').getAttribute(`data-${name}`);
+
+// The tooltip of the pinned query's next line (the keyboard: right arrow on the canvas), as its lines.
+async function nextLineTip(page) {
+  await page.getByTestId('sa-canvas').press('ArrowRight');
+  const tip = page.getByTestId('figure-tip');
+  await tip.waitFor({ state: 'visible' });
+  return tip.locator('strong, span').allTextContents();
+}
+
+// One shown head's numbers from a line's tooltip: "head h: weight w (…), rank r of n, raw score s; entropy …".
+function headNumbers(lines) {
+  return lines.flatMap((line) => {
+    const m = /^head (\d+): weight ([\d.]+) \([^)]*\), rank (\d+) of (\d+), raw score (−∞ \(masked\)|-?[\d.]+);/.exec(line);
+    return m ? [{ head: Number(m[1]) - 1, weight: Number(m[2]), rank: Number(m[3]), of: Number(m[4]),
+                  score: m[5].startsWith('−∞') ? -Infinity : Number(m[5]) }] : [];
+  });
+}
+
+// Query i's row of one head of an AttentionTensor.
+const headRow = (tensor, layer, head, i) =>
+  Array.from(tensor.data.subarray(((layer * tensor.heads + head) * tensor.rows + i) * tensor.cols,
+                                  ((layer * tensor.heads + head) * tensor.rows + i + 1) * tensor.cols));
 
 test('self-attention tab: model view, head view drawn from the engine, controls redraw, nothing leaves the origin', async () => {
   const page = await context.newPage();
@@ -158,6 +182,38 @@ test('self-attention tab: model view, head view drawn from the engine, controls 
     assert.deepEqual(JSON.parse(await canvasData(page, 'right-tokens')), right, kind);
     assert.ok(await inkedPixels(page, '#sa-canvas') > 1000, `the ${kind} head view is blank`);
   }
+  // A line's tooltip in either view carries each shown head's raw score: the module's, its softmax over the row the
+  // weight shown, its rank among the row's scores the rank shown; the legend line says what the score is.
+  for (const [kind, weights, scores, meaning] of [
+    ['decoder', expected.decoderSelfAttention, expected.decoderSelfScores, /q and k of two decoder positions.*causal mask/],
+    ['cross', expected.crossAttention, expected.crossScores, /q of the decoder position, k of the source token/]]) {
+    await page.locator(`input[name="sa-kind"][value="${kind}"]`).check();
+    await canvas.focus();
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowDown');  // query 1: <s> and the first output word before it
+    const lines = await nextLineTip(page);  // its line to key 0
+    const layer = Number(/, layer (\d+)$/.exec(lines[0])[1]) - 1;
+    const shown = headNumbers(lines);
+    assert.ok(shown.length > 0, `${kind}: no head with a raw score in ${lines.join(' | ')}`);
+    assert.match(lines.at(-1), meaning, kind);
+    for (const { head, weight, rank, of, score } of shown) {
+      const row = headRow(scores, layer, head, 1);
+      assert.equal(of, row.length, `${kind} head ${head + 1}`);
+      assert.ok(Number.isFinite(score) && Math.abs(score - row[0]) <= 1e-3, `${kind} head ${head + 1}: raw score ${score} vs ${row[0]}`);
+      const top = Math.max(...row);
+      const sum = row.reduce((acc, x) => acc + Math.exp(x - top), 0);
+      assert.ok(Math.abs(Math.exp(row[0] - top) / sum - weight) <= 1e-3, `${kind} head ${head + 1}: softmax vs weight ${weight}`);
+      assert.ok(Math.abs(headRow(weights, layer, head, 1)[0] - weight) <= 1e-3, `${kind} head ${head + 1}: the module's weight`);
+      assert.equal(1 + row.filter((x) => x > row[0]).length, rank, `${kind} head ${head + 1}: rank by raw score`);
+    }
+    if (kind === 'decoder' && weights.rows > 2) {
+      await nextLineTip(page);
+      const masked = headNumbers(await nextLineTip(page));  // key 2, a later position than query 1
+      assert.ok(masked.length > 0 && masked.every((n) => n.score === -Infinity && n.weight === 0), JSON.stringify(masked));
+    }
+    await page.keyboard.press('Escape');
+  }
+
   // The decoder heatmaps are causal with queries as rows: position 0 (<s>) sees only itself (weight 1, top left),
   // nothing above the diagonal (top right) is inked.
   await page.locator('input[name="sa-kind"][value="decoder"]').check();

@@ -3,8 +3,9 @@
 //               query to each key with opacity = weight, one colour per head; hovering a token (or picking it
 //               with the keyboard) keeps only its lines;
 //   model view  a grid of small heatmaps, one per (layer, head); clicking one opens it in the head view.
-// Every weight comes from the engine (Translation.encoderSelfAttention / decoderSelfAttention / crossAttention);
-// this module only draws. main.mjs calls setupSelfAttention() once it has read the manifest.
+// Every weight comes from the engine (Translation.encoderSelfAttention / decoderSelfAttention / crossAttention),
+// and every raw score in the tooltips (encoderSelfScores / decoderSelfScores / crossScores, asked for with
+// { rawScores: true }); this module only draws. main.mjs calls setupSelfAttention() once it has read the manifest.
 import { attentionHead } from '/lib/index.mjs';
 import {
   byId, el, showError as showErrorIn, tokenLabel as pieceLabel, statusLine, createModelLoader,
@@ -32,16 +33,21 @@ const SAMPLES = {
 
 const KINDS = {
   encoder: {
-    tensor: 'encoderSelfAttention', left: 'source', right: 'source',
+    tensor: 'encoderSelfAttention', scores: 'encoderSelfScores', left: 'source', right: 'source',
+    scoreMeaning: 'raw score: q·k ÷ √d_k before the softmax, q of the left token, k of the right one (see the neuron view)',
     explain: 'Encoder self-attention: every source token scores every source token, in both directions, in every layer.',
   },
   decoder: {
-    tensor: 'decoderSelfAttention', left: 'decoder', right: 'decoder',
+    tensor: 'decoderSelfAttention', scores: 'decoderSelfScores', left: 'decoder', right: 'decoder',
+    scoreMeaning: 'raw score: q·k ÷ √d_k before the softmax, q and k of two decoder positions; a later position\'s is ' +
+                  '−∞ (the causal mask), so its weight is 0',
     explain: 'Decoder self-attention: each position scores only itself and the positions before it (a causal mask hides ' +
              'words not written yet). The positions are the decoder inputs: ⟨s⟩, then the words written so far.',
   },
   cross: {
-    tensor: 'crossAttention', left: 'decoder', right: 'source',
+    tensor: 'crossAttention', scores: 'crossScores', left: 'decoder', right: 'source',
+    scoreMeaning: 'raw score: q·k ÷ √d_k before the softmax, q of the decoder position, k of the source token ' +
+                  '(from the encoder\'s output)',
     explain: 'Cross-attention: each decoder position (left) scores every source token (right); position i writes ' +
              'output word i. Averaged over the heads of the last layer, this is the alignment of the Translate tab.',
   },
@@ -179,8 +185,10 @@ async function run() {
   try {
     const model = await view.getModel(entry);
     const started = performance.now();
-    // queryKey: the neuron view draws the encoder's queries and keys, and the tooltips its raw scores.
-    const t = await model.translate(byId('sa-input').value, { beam: Number(byId('sa-beam').value), queryKey: true });
+    // queryKey: the neuron view draws the encoder's queries and keys; rawScores: the tooltips show every
+    // attention's raw scores.
+    const t = await model.translate(byId('sa-input').value,
+                                    { beam: Number(byId('sa-beam').value), queryKey: true, rawScores: true });
     if (!t.encoderSelfAttention) throw new Error(`${entry.label ?? entry.id} is not a Transformer: it has no self-attention to show`);
     byId('sa-timing').textContent = `${Math.round(performance.now() - started)} ms`;
     view.translation = t;
@@ -538,18 +546,18 @@ function writeReadout(focus, leftLabels, rightLabels, heads, head) {
 
 // The numbers of the line query i → key j in every shown head (weight, rank in the query's row, its entropy).
 function lineLines(i, j) {
-  const { t, tensor, left, right } = current();
+  const { t, kind, tensor, left, right } = current();
   const lines = [`“${tokenLabel(left[i])}” → “${tokenLabel(right[j])}”, layer ${view.layer + 1}`];
   for (const h of [...view.heads].sort((a, b) => a - b)) {
     const a = attentionHead(tensor, view.layer, h);
     const row = a.data.subarray(i * a.cols, (i + 1) * a.cols);
     const parts = weightLines(row, j, { rowName: 'row' });  // weight and rank first, the row's entropy last
-    const scores = view.kind === 'encoder' && t.encoderSelfScores ? attentionHead(t.encoderSelfScores, view.layer, h) : null;
-    const raw = scores ? `, raw score ${scores.data[i * scores.cols + j].toFixed(3)}` : '';
+    const scores = t[kind.scores] ? attentionHead(t[kind.scores], view.layer, h) : null;
+    const score = scores ? scores.data[i * scores.cols + j] : null;
+    const raw = score === null ? '' : `, raw score ${score === -Infinity ? '−∞ (masked)' : score.toFixed(3)}`;
     lines.push(`head ${h + 1}: ${parts[0].replace(' in the row', '')}${raw}; ${parts.at(-1).replace('row entropy', 'entropy')}`);
   }
-  lines.push(view.kind === 'encoder' ? 'raw score: q·k ÷ √d_k before the softmax (see the neuron view)'
-                                     : 'raw scores: the engine returns them for the encoder self-attention only');
+  lines.push(t[kind.scores] ? kind.scoreMeaning : 'raw scores: this translation came without them');
   return lines;
 }
 
