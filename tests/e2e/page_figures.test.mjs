@@ -272,6 +272,33 @@ test('a failed download offers Retry, and Retry loads the model', async () => {
   await page.close();
 });
 
+test('score functions, the Transformer card: a cell\'s raw score is the last layer\'s mean over heads of q·k ÷ √d_k, and says so', async () => {
+  const { page, errors } = await newPage(WIDTHS[0]);
+  const text = 'A dog runs.';
+  const t = await modules.tf.translate(text, { beam: 1, rawScores: true });
+  await page.goto(`${origin}/`);
+  await page.getByRole('tab', { name: 'Score functions' }).click();
+  await page.fill('#compare-input', text);
+  await page.selectOption('#compare-beam', '1');
+  await page.click('#compare-run');
+  await page.getByTestId('compare-conclusion').waitFor({ state: 'visible', timeout: 30_000 });
+  const card = page.locator('#compare-grid .compare-card[data-arch="transformer"]');
+  assert.equal(await card.locator('.output').textContent(), t.text);
+  const [i, j] = [Math.min(1, t.attention.rows - 1), 1];
+  await page.mouse.move(0, 0);  // a cell under a resting mouse would show its own tooltip
+  await card.locator(`.cell[data-row="${i}"][data-col="${j}"]`).focus();
+  const tipText = await page.getByTestId('figure-tip').textContent();
+  assertCellTip(tipText, t, i, j);
+  assert.match(tipText, /raw score -?[\d.]+ \(the last layer's mean over heads of q·k ÷ √d_k, before the softmax/, tipText);
+  // Translation.scores is the search's own; the re-run's per-head scores average to it.
+  const { layers, heads, rows, cols } = t.crossScores;
+  let mean = 0;
+  for (let h = 0; h < heads; ++h) mean += t.crossScores.data[(((layers - 1) * heads + h) * rows + i) * cols + j] / heads;
+  assert.ok(Math.abs(mean - row(t.scores, i)[j]) < 1e-3, `${mean} vs ${row(t.scores, i)[j]}`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 for (const viewport of WIDTHS) {
   test(`self-attention, score functions and engine at ${viewport.width}×${viewport.height}: line numbers, legends, exports, URL`, async () => {
     const { page, errors } = await newPage(viewport);

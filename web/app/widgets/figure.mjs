@@ -21,11 +21,14 @@ export function rankInRow(weights, j) {
 
 export const percent = (w) => `${(w * 100).toFixed(w >= 0.1 ? 0 : 1)}%`;
 
-/** The tooltip lines of weight row[j]: the weight, the raw score (when the engine returned one), rank, entropy. */
-export function weightLines(weights, j, { score = null, rowName = 'row' } = {}) {
+/**
+ * The tooltip lines of weight row[j]: the weight, the raw score (when the engine returned one), rank, entropy.
+ * scoreMeaning: what the raw score is, in the parentheses after it.
+ */
+export function weightLines(weights, j, { score = null, rowName = 'row', scoreMeaning = 'before the softmax' } = {}) {
   const { bits, max } = entropyBits(weights);
   const lines = [`weight ${weights[j].toFixed(3)} (${percent(weights[j])}), rank ${rankInRow(weights, j)} of ${weights.length} in the ${rowName}`];
-  if (score !== null && Number.isFinite(score)) lines.push(`raw score ${score.toFixed(3)} (before the softmax)`);
+  if (score !== null && Number.isFinite(score)) lines.push(`raw score ${score.toFixed(3)} (${scoreMeaning})`);
   lines.push(`${rowName} entropy ${bits.toFixed(2)} bits (uniform would be ${max.toFixed(2)})`);
   return lines;
 }

@@ -14,12 +14,17 @@ export const heatmapLegend = () => legend({
   meaning: 'attention weight: darker = more (each row sums to 1)',
 });
 
+// A Transformer's alignment is its last decoder layer's cross-attention averaged over the heads, and its raw scores
+// the heads' mean q·k ÷ √d_k (Translation.scores), whose softmax is not the mean weight: the tooltip says so.
+const TRANSFORMER_SCORE = 'the last layer\'s mean over heads of q·k ÷ √d_k, before the softmax; the Self-attention tab has each head\'s';
+
 /** The tooltip of cell (i, j) of translation t. */
 export function cellLines(t, i, j) {
   const weights = matrixRow(t.attention, i);
   const score = t.scores && t.scores.rows === t.attention.rows ? matrixRow(t.scores, i)[j] : null;
+  const scoreMeaning = t.crossAttention ? TRANSFORMER_SCORE : undefined;
   return [`“${tokenLabel(t.targetTokens[i])}” → “${tokenLabel(t.sourceTokens[j])}”`,
-          ...weightLines(weights, j, { score, rowName: 'row' })];
+          ...weightLines(weights, j, { score, rowName: 'row', scoreMeaning })];
 }
 
 /**
