@@ -102,12 +102,45 @@ int main(int argc, char** argv) {
         std::vector<float> Y((size_t)M * N);
         run("gemm_nt_20x2048x512_f32", flops, [&] { k::gemm_nt(M, N, K, W.data(), K, W.data(), K, Y.data(), N); },
             [&] { ref::gemm_nt(M, N, K, W.data(), K, W.data(), K, Y.data(), N); });
+        // The same product on the panel-packed weights nn::Linear holds for f32, and at a batched beam step's 4 and
+        // 16 rows (beam 4 over 1 and 4 sentences).
+        const auto packed = k::pack_panels(W.data(), N, K, K);
+        for (int rows : {4, 16, 20}) {
+            const double rows_flops = 2.0 * rows * N * K;
+            const std::string shape = std::to_string(rows) + "x2048x512";
+            if (rows != M)
+                run("gemm_nt_" + shape + "_f32", rows_flops,
+                    [&] { k::gemm_nt(rows, N, K, W.data(), K, W.data(), K, Y.data(), N); },
+                    [&] { ref::gemm_nt(rows, N, K, W.data(), K, W.data(), K, Y.data(), N); });
+            run("gemm_panels_" + shape + "_f32", rows_flops,
+                [&] { k::gemm_panels(rows, N, K, W.data(), K, packed.data(), Y.data(), N); },
+                [&] { ref::gemm_nt(rows, N, K, W.data(), K, W.data(), K, Y.data(), N); });
+        }
     }
 #if defined(__wasm_simd128__)
     run("gemm_nt_256_f32_dot_wasm128", gemm_flops,
         [&] { k::variants::gemm_nt_wasm128(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
         [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
 #endif
+    {
+        // A translator's output projection (8000 pieces × 512, 16 MB in f32): larger than L2, so it streams from L3
+        // or memory on every step, unlike the 4 MB shapes below.
+        const int M = 8000, N = 512;
+        const double flops = 2.0 * M * N;
+        const auto Wout = random_floats((size_t)M * N, 5);
+        std::vector<float> logits(M);
+        std::vector<k::BlockQ8_0> Wout_q((size_t)M * N / k::kQ8BlockSize);
+        k::quantize_q8_0(Wout.data(), Wout.size(), Wout_q.data());
+        const auto scales = k::q8_scales_by4(Wout_q.data(), M, N);
+        const auto packed = k::pack_panels(Wout.data(), M, N, N);
+        run("gemv_8000x512_f32", flops, [&] { k::gemv(M, N, Wout.data(), N, x.data(), logits.data()); },
+            [&] { ref::gemv(M, N, Wout.data(), N, x.data(), logits.data()); });
+        run("gemv_8000x512_f32_panels", flops, [&] { k::gemv_panels(M, N, packed.data(), x.data(), logits.data()); },
+            [&] { ref::gemv(M, N, Wout.data(), N, x.data(), logits.data()); });
+        run("gemv_q8_8000x512_q8q8_scales", flops,
+            [&] { k::gemv_q8_q8(M, N, Wout_q.data(), x.data(), logits.data(), false, scales.data()); },
+            [&] { ref::gemv_q8_q8(M, N, Wout_q.data(), x.data(), logits.data()); });
+    }
     for (const auto& shape_mn : {std::pair{512, 2048}, std::pair{2048, 512}}) {
         const int M = shape_mn.first, N = shape_mn.second;  // (clang 14 cannot capture structured bindings)
         const std::string shape = std::to_string(M) + "x" + std::to_string(N);
@@ -117,6 +150,11 @@ int main(int argc, char** argv) {
         // The same weights held as halves (f16 files keep them so natively with F16C; not what the models run yet).
         std::vector<uint16_t> W16(W.size());
         for (std::size_t i = 0; i < W16.size(); ++i) W16[i] = k::f32_to_f16(W[i]);
+        {
+            const auto packed = k::pack_panels(W.data(), M, N, N);
+            run("gemv_" + shape + "_f32_panels", flops, [&] { k::gemv_panels(M, N, packed.data(), x.data(), y.data()); },
+                [&] { ref::gemv(M, N, W.data(), N, x.data(), y.data()); });
+        }
         run("gemv_" + shape + "_f16", flops, [&] { k::gemv_f16(M, N, W16.data(), x.data(), y.data()); },
             [&] { ref::gemv(M, N, W.data(), N, x.data(), y.data()); });
         run("gemv_t_" + shape + "_f32", flops, [&] { k::gemv_t(M, N, W.data(), N, x.data(), y.data()); },

@@ -637,6 +637,79 @@ TEST_CASE("gemm_nt_q8_q8: each row is its own gemv_q8_q8 bit for bit, within rou
     k::gemm_nt_q8_q8(0, 4, 32, nullptr, 32, nullptr, nullptr, 4);  // no rows: nothing to read or write
 }
 
+TEST_CASE("pack_panels: the layout written out, panel_row inverts it, bad shapes refused") {
+    // W [3, 2] with ldw 3: one panel of 16 rows, column by column, rows 3..15 zero.
+    const std::vector<float> W = {1, 2, -1, 3, 4, -1, 5, 6, -1};
+    const auto P = k::pack_panels(W.data(), 3, 2, 3);
+    REQUIRE(P.size() == std::size_t(2 * k::kPanelRows));
+    CHECK(P[0] == 1);
+    CHECK(P[1] == 3);
+    CHECK(P[2] == 5);
+    CHECK(P[3] == 0);
+    CHECK(P[k::kPanelRows + 0] == 2);
+    CHECK(P[k::kPanelRows + 2] == 6);
+    for (int M : {1, 15, 16, 17, 40})
+        for (int N : {1, 5, 33}) {
+            const auto A = random_vector((size_t)M * (N + 2), 900 + M * N);
+            const auto packed = k::pack_panels(A.data(), M, N, N + 2);
+            CHECK(packed.size() == (size_t)(M + 15) / 16 * 16 * N);
+            std::vector<float> row(N);
+            for (int r = 0; r < M; ++r) {
+                k::panel_row(packed.data(), M, N, r, row.data());
+                CHECK(std::equal(row.begin(), row.end(), A.begin() + (std::ptrdiff_t)r * (N + 2)));
+            }
+        }
+    CHECK_THROWS_AS(k::pack_panels(W.data(), 3, 4, 3), attnlab::Error);  // ldw < N
+    CHECK_THROWS_AS(k::pack_panels(W.data(), 0, 2, 3), attnlab::Error);
+    CHECK_THROWS_AS(k::panel_row(P.data(), 3, 2, 3, std::vector<float>(2).data()), attnlab::Error);
+}
+
+TEST_CASE("gemv_panels matches the reference and gemv; gemm_panels is each row's gemv_panels bit for bit") {
+    unsigned seed = 4000;
+    for (int M : {1, 3, 15, 16, 17, 33, 64, 65, 130})
+        for (int N : {1, 2, 7, 16, 33, 100}) {
+            INFO("M=" << M << " N=" << N);
+            const auto W = random_vector((size_t)M * N, seed++);
+            const auto P = k::pack_panels(W.data(), M, N, N);
+            const auto x = random_vector((size_t)N, seed++);
+            for (bool accumulate : {false, true}) {
+                const auto y0 = random_vector((size_t)M + 3, seed++);
+                auto y = y0, y_ref = y0, y_rowmajor = y0;
+                k::gemv_panels(M, N, P.data(), x.data(), y.data(), accumulate);
+                ref::gemv_panels(M, N, P.data(), x.data(), y_ref.data(), accumulate);
+                ref::gemv(M, N, W.data(), N, x.data(), y_rowmajor.data(), accumulate);
+                check_close(y, y_ref, 1e-5f * (N + 1), 1e-5f, "gemv_panels");   // the 3 padding values included
+                check_close(y_ref, y_rowmajor, 1e-5f * (N + 1), 1e-5f, "reference gemv_panels vs gemv");
+            }
+        }
+    for (int rows = 1; rows <= 11; ++rows)
+        for (int N : {1, 16, 17, 70})
+            for (int K : {1, 9, 64}) {
+                INFO("rows=" << rows << " N=" << N << " K=" << K);
+                const int lda = K + 5, ldc = N + 3;
+                const auto W = random_vector((size_t)N * K, seed++);
+                const auto P = k::pack_panels(W.data(), N, K, K);
+                const auto A = random_vector((size_t)rows * lda, seed++);
+                const bool accumulate = (rows + N) % 2;
+                const auto C0 = random_vector((size_t)rows * ldc, seed++);
+                auto C = C0, C_ref = C0;
+                k::gemm_panels(rows, N, K, A.data(), lda, P.data(), C.data(), ldc, accumulate);
+                ref::gemm_panels(rows, N, K, A.data(), lda, P.data(), C_ref.data(), ldc, accumulate);
+                check_close(C, C_ref, 1e-5f * (K + 1), 1e-5f, "gemm_panels");
+                for (int i = 0; i < rows; ++i) {
+                    std::vector<float> y(C0.begin() + (std::ptrdiff_t)i * ldc, C0.begin() + (std::ptrdiff_t)i * ldc + N);
+                    k::gemv_panels(N, K, P.data(), A.data() + (size_t)i * lda, y.data(), accumulate);
+                    for (int j = 0; j < N; ++j) CHECK(bits(C[(size_t)i * ldc + j]) == bits(y[j]));
+                    for (int j = N; j < ldc; ++j) CHECK(bits(C[(size_t)i * ldc + j]) == bits(C0[(size_t)i * ldc + j]));
+                }
+            }
+    std::vector<float> buf(64);
+    CHECK_THROWS_AS(k::gemv_panels(-1, 4, buf.data(), buf.data(), buf.data()), attnlab::Error);
+    CHECK_THROWS_AS(k::gemm_panels(2, 4, 8, buf.data(), 4, buf.data(), buf.data(), 4), attnlab::Error);  // lda < K
+    CHECK_THROWS_AS(k::gemm_panels(2, 4, 8, buf.data(), 8, buf.data(), buf.data(), 3), attnlab::Error);  // ldc < N
+    k::gemm_panels(0, 4, 8, nullptr, 8, nullptr, nullptr, 4);
+}
+
 // ------------------------------------------------------------------------------------------------
 // Elementwise and row kernels.
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
@@ -52,8 +53,47 @@ TEST_CASE("linear: f16 weights stay halves where the build converts them nativel
     const nn::Linear layer = nn::load_linear(linear_fixture(), "f16", 10, 7);
     CHECK_FALSE(layer.quantized());
     CHECK(layer.half() == kernels::keep_f16_weights());
-    CHECK(layer.weight.size() == (kernels::keep_f16_weights() ? 0u : 70u));
+    CHECK(layer.panelled() == !kernels::keep_f16_weights());  // widened f32 weights are packed in panels
+    CHECK(layer.weight.size() == 0u);
     check_case(layer, "f16.x", "f16.y");
+}
+
+TEST_CASE("linear: f32 weights are packed in panels at load; rows, slices and outputs as the row-major layer's") {
+    const nn::Linear packed = nn::load_linear(linear_fixture(), "f32", 10, 7);
+    REQUIRE(packed.panelled());
+    CHECK(packed.weight.size() == 0u);
+    nn::Linear rowmajor = packed;
+    rowmajor.weight = nn::weight_matrix(packed);
+    rowmajor.weight_panels.clear();
+    nn::validate(rowmajor, "row-major");
+    const Matrix expected_w = linear_fixture().load_f32<2>("f32.weight", {7, 10});
+    CHECK(std::equal(expected_w.begin(), expected_w.end(), rowmajor.weight.begin()));
+    for (int rows : {1, 2, 5}) {
+        CAPTURE(rows);
+        const std::vector<float> x = test::random_vector(std::size_t(rows) * 10, 77 + rows);
+        std::vector<float> y(std::size_t(rows) * 7), y_rowmajor(y.size()), y_batched(y.size());
+        nn::linear(packed, x.data(), rows, y.data());
+        nn::linear(rowmajor, x.data(), rows, y_rowmajor.data());
+        nn::linear_batched(packed, x.data(), rows, y_batched.data());
+        test::check_close(y.data(), y_rowmajor.data(), y.size(), 1e-5f, 1e-5f, "panels vs row-major");
+        for (int r = 0; r < rows; ++r) {   // each batched row is its one-row product, bit for bit
+            std::vector<float> one(7);
+            nn::linear(packed, x.data() + r * 10, 1, one.data());
+            CHECK(std::memcmp(one.data(), y_batched.data() + r * 7, 7 * sizeof(float)) == 0);
+        }
+    }
+    const nn::Linear part = nn::slice_rows(packed, 2, 4);
+    CHECK(part.panelled());
+    std::vector<float> row(10), whole(10);
+    for (int r = 0; r < 4; ++r) {
+        nn::weight_row(part, r, row.data());
+        nn::weight_row(packed, 2 + r, whole.data());
+        CHECK(row == whole);
+    }
+    CHECK_THROWS_AS(nn::weight_row(packed, 7, row.data()), Error);
+    nn::Linear cut = packed;
+    cut.weight_panels.pop_back();
+    CHECK_THROWS_WITH_AS(nn::validate(cut, "cut"), doctest::Contains("packed weight"), Error);
 }
 
 TEST_CASE("linear: half weights give the f32 layer's outputs on the widened weights, one row and several") {

@@ -267,6 +267,27 @@ void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool 
         ATTNLAB_DISPATCH(gemv(end - begin, N, W + (size_t)begin * ldw, ldw, x, y + begin, accumulate))
     });
 }
+// Panel-packed weights: pieces of whole panels (kSplitGrain is a multiple of kPanelRows), which start begin·N
+// floats into P.
+static_assert(kSplitGrain % kPanelRows == 0, "a piece holds whole panels");
+void gemv_panels(int M, int N, const float* P, const float* x, float* y, bool accumulate) {
+    if (!valid_sizes(M, N)) {
+        ATTNLAB_DISPATCH(gemv_panels(M, N, P, x, y, accumulate))
+    }
+    active();
+    parallel::parallel_for(M, kSplitGrain, work_of(M, N), [&](int begin, int end) {
+        ATTNLAB_DISPATCH(gemv_panels(end - begin, N, P + (size_t)begin * N, x, y + begin, accumulate))
+    });
+}
+void gemm_panels(int M, int N, int K, const float* A, int lda, const float* P, float* C, int ldc, bool accumulate) {
+    if (!valid_sizes(M, N, K) || lda < K || ldc < N) {
+        ATTNLAB_DISPATCH(gemm_panels(M, N, K, A, lda, P, C, ldc, accumulate))
+    }
+    active();
+    parallel::parallel_for(N, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
+        ATTNLAB_DISPATCH(gemm_panels(M, end - begin, K, A, lda, P + (size_t)begin * K, C + begin, ldc, accumulate))
+    });
+}
 // Wᵀ·x: the outputs are W's columns, so the columns are split (each piece still sums over every row).
 void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
     if (!valid_sizes(M, N) || ldw < N) {

@@ -1,5 +1,6 @@
 // GEMV, y (+)= W·x and y (+)= Wᵀ·x, with f32, f16 and Q8_0 weights (float activations; the int8 gemv_q8_q8 the
-// decoders run for Q8_0 is in q8_kernels.cpp).
+// decoders run for Q8_0 is in q8_kernels.cpp), and the f32 products on panel-packed weights (gemv_panels,
+// gemm_panels) that nn::Linear runs for f32 weights.
 #include <algorithm>
 
 #include "attnlab/kernels/detail.hpp"
@@ -83,6 +84,93 @@ void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool ac
                  for (int j = 0; j < N; ++j) sum += detail::half_to_float(row[j]) * x[j];
                  return sum;
              });
+}
+
+// Panel-packed weights (kernels.hpp, pack_panels). Per input element one broadcast of x[k] and contiguous loads of
+// the panels' 16 weights; each output lane accumulates over k in order, so no horizontal sum and no row pointers.
+// The dot-product gemv above, 4 rows at a time over row-major weights, slows to a fifth of this when the matrix
+// streams from L3 or memory with 4-float vectors (wasm, SSE2: docs/performance.md, "Panel-packed GEMV").
+constexpr int kPanelVecs = kPanelRows / kWidth;                      // vectors per panel: 4, 2 or 1
+static_assert(kPanelRows % kWidth == 0, "a panel is a whole number of vectors");
+constexpr int kGemvPanels = kPanelVecs >= 4 ? 1 : 4 / kPanelVecs;    // panels per pass: 4 accumulators in flight
+constexpr int kGemmRows = kPanelVecs >= 4 ? 2 : 8 / kPanelVecs;      // activation rows per pass of gemm_panels
+
+namespace {
+
+// Stores G·kPanelVecs accumulators as outputs [0, rows) of y (+=).
+template <int Count>
+void store_panel_sums(const Vec* acc, int rows, float* y, bool accumulate) {
+    alignas(64) float sums[Count * kWidth];
+    for (int a = 0; a < Count; ++a) simd::store(sums + a * kWidth, acc[a]);
+    for (int r = 0; r < rows; ++r) y[r] = accumulate ? y[r] + sums[r] : sums[r];
+}
+
+// acc[g·kPanelVecs + v] = Σ_k x[k] · panel g's vector v at k, for G panels kPanelRows·N apart.
+template <int G>
+void panels_dot(int N, const float* P, const float* x, Vec* acc) {
+    const std::size_t stride = std::size_t(N) * kPanelRows;
+    for (int a = 0; a < G * kPanelVecs; ++a) acc[a] = simd::zero();
+    for (int k = 0; k < N; ++k) {
+        const Vec xk = simd::splat(x[k]);
+        const float* w = P + std::size_t(k) * kPanelRows;
+        for (int g = 0; g < G; ++g)
+            for (int v = 0; v < kPanelVecs; ++v)
+                acc[g * kPanelVecs + v] = simd::fma(xk, simd::load(w + g * stride + v * kWidth), acc[g * kPanelVecs + v]);
+    }
+}
+
+}  // namespace
+
+void gemv_panels(int M, int N, const float* P, const float* x, float* y, bool accumulate) {
+    detail::check_gemv("gemv_panels", M, N, N);
+    const int panels = (M + kPanelRows - 1) / kPanelRows;
+    const std::size_t stride = std::size_t(N) * kPanelRows;
+    int p = 0;
+    for (; p + kGemvPanels <= panels; p += kGemvPanels) {
+        Vec acc[kGemvPanels * kPanelVecs];
+        panels_dot<kGemvPanels>(N, P + p * stride, x, acc);
+        store_panel_sums<kGemvPanels * kPanelVecs>(acc, std::min(kGemvPanels * kPanelRows, M - p * kPanelRows),
+                                                   y + p * kPanelRows, accumulate);
+    }
+    for (; p < panels; ++p) {
+        Vec acc[kPanelVecs];
+        panels_dot<1>(N, P + p * stride, x, acc);
+        store_panel_sums<kPanelVecs>(acc, std::min(kPanelRows, M - p * kPanelRows), y + p * kPanelRows, accumulate);
+    }
+}
+
+void gemm_panels(int M, int N, int K, const float* A, int lda, const float* P, float* C, int ldc, bool accumulate) {
+    detail::check_gemm("gemm_panels", M, N, K, lda, K, K, K, ldc);
+    if (M == 0 || N == 0) return;
+    const int panels = (N + kPanelRows - 1) / kPanelRows;
+    for (int p = 0; p < panels; ++p) {
+        const float* panel = P + std::size_t(p) * K * kPanelRows;
+        const int rows = std::min(kPanelRows, N - p * kPanelRows);
+        int m = 0;
+        // kGemmRows activation rows share each load of the panel; every output lane sums over k in order, as
+        // gemv_panels does, so each row is its gemv_panels bit for bit.
+        for (; m + kGemmRows <= M; m += kGemmRows) {
+            Vec acc[kGemmRows][kPanelVecs];
+            for (int r = 0; r < kGemmRows; ++r)
+                for (int v = 0; v < kPanelVecs; ++v) acc[r][v] = simd::zero();
+            const float* a = A + std::size_t(m) * lda;
+            for (int k = 0; k < K; ++k) {
+                Vec w[kPanelVecs];
+                for (int v = 0; v < kPanelVecs; ++v) w[v] = simd::load(panel + std::size_t(k) * kPanelRows + v * kWidth);
+                for (int r = 0; r < kGemmRows; ++r) {
+                    const Vec ak = simd::splat(a[std::size_t(r) * lda + k]);
+                    for (int v = 0; v < kPanelVecs; ++v) acc[r][v] = simd::fma(ak, w[v], acc[r][v]);
+                }
+            }
+            for (int r = 0; r < kGemmRows; ++r)
+                store_panel_sums<kPanelVecs>(acc[r], rows, C + std::size_t(m + r) * ldc + p * kPanelRows, accumulate);
+        }
+        for (; m < M; ++m) {
+            Vec acc[kPanelVecs];
+            panels_dot<1>(K, panel, A + std::size_t(m) * lda, acc);
+            store_panel_sums<kPanelVecs>(acc, rows, C + std::size_t(m) * ldc + p * kPanelRows, accumulate);
+        }
+    }
 }
 
 void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {

@@ -41,6 +41,14 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
                     bool accumulate = false);                                                              \
     /* y[M] (+)= W[M,N] · x[N] */                                                                          \
     void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate = false);   \
+    /* y[M] (+)= W[M,N] · x[N] with W packed in panels (pack_panels): every output lane sums its products in \
+       the order k = 0, 1, ..., N-1 (no horizontal sums), the weights streamed through one pointer */      \
+    void gemv_panels(int M, int N, const float* P, const float* x, float* y, bool accumulate = false);      \
+    /* C[M,N] (+)= A[M,K] · W[N,K]ᵀ with W packed in panels (pack_panels(W, N, K, ...)): row i is exactly     \
+       gemv_panels(N, K, P, A + i·lda, C + i·ldc), bit for bit, each panel read once for all rows (a batched \
+       decoder step) */                                                                                   \
+    void gemm_panels(int M, int N, int K, const float* A, int lda, const float* P, float* C, int ldc,      \
+                     bool accumulate = false);                                                            \
     /* y[N] (+)= W[M,N]ᵀ · x[M] */                                                                         \
     void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate = false); \
     /* y[M] (+)= W[M,N] · x[N], W as Q8_0 with N/32 blocks per row (N % 32 == 0) */                       \
@@ -122,6 +130,12 @@ uint16_t f32_to_f16(float f);
 // Quantize n floats (n % 32 == 0) the way ggml does: scale = max|x| / 127, q = round(x / scale).
 void quantize_q8_0(const float* x, std::size_t n, BlockQ8_0* out);
 void dequantize_q8_0(const BlockQ8_0* blocks, std::size_t n, float* out);
+// The panel layout of gemv_panels / gemm_panels: W [M, N] (row stride ldw) as ceil(M/kPanelRows) panels of
+// kPanelRows rows, each stored column by column ([N][kPanelRows], rows past M zero): P[(p·N + k)·kPanelRows + r] =
+// W[p·kPanelRows + r, k]. MLAS's packed B for one activation row. panel_row copies row `row` of it back out.
+constexpr int kPanelRows = 16;
+std::vector<float> pack_panels(const float* W, int M, int N, int ldw);
+void panel_row(const float* P, int M, int N, int row, float* out);
 // The kernel targets: the ones this build compiled, the one the CPU runs now (its name, as ATTNLAB_CPU spells
 // it). The first kernel call picks it: ATTNLAB_CPU=baseline|avx2|avx512 forces one (an attnlab::Error when it
 // is not compiled or the CPU cannot run it), unset, empty or "auto" takes the best the CPU runs.

@@ -1,4 +1,5 @@
-// IEEE half <-> float and ggml's Q8_0 quantization, bit-exact (integer arithmetic, no FPU rounding modes).
+// IEEE half <-> float and ggml's Q8_0 quantization, bit-exact (integer arithmetic, no FPU rounding modes), and the
+// panel layout of the f32 GEMV.
 #include <cmath>
 #include <cstring>
 
@@ -72,6 +73,25 @@ void dequantize_q8_0(const BlockQ8_0* blocks, std::size_t n, float* out) {
         const float d = f16_to_f32(blocks[b].scale);
         for (int j = 0; j < kQ8BlockSize; ++j) out[b * kQ8BlockSize + j] = d * float(blocks[b].q[j]);
     }
+}
+
+std::vector<float> pack_panels(const float* W, int M, int N, int ldw) {
+    check(M > 0 && N > 0 && ldw >= N, "pack_panels: bad shape M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                                          " ldw=" + std::to_string(ldw));
+    const std::size_t panels = (std::size_t(M) + kPanelRows - 1) / kPanelRows;
+    std::vector<float> packed(panels * std::size_t(N) * kPanelRows, 0.0f);
+    for (int i = 0; i < M; ++i) {
+        float* out = packed.data() + std::size_t(i / kPanelRows) * N * kPanelRows + i % kPanelRows;
+        const float* row = W + std::size_t(i) * ldw;
+        for (int k = 0; k < N; ++k) out[std::size_t(k) * kPanelRows] = row[k];
+    }
+    return packed;
+}
+
+void panel_row(const float* P, int M, int N, int row, float* out) {
+    check(row >= 0 && row < M && N > 0, "panel_row: row " + std::to_string(row) + " outside [0, " + std::to_string(M) + ")");
+    const float* in = P + std::size_t(row / kPanelRows) * N * kPanelRows + row % kPanelRows;
+    for (int k = 0; k < N; ++k) out[k] = in[std::size_t(k) * kPanelRows];
 }
 
 }  // namespace attnlab::kernels

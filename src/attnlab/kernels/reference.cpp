@@ -75,6 +75,21 @@ void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool 
     }
 }
 
+void gemv_panels(int M, int N, const float* P, const float* x, float* y, bool accumulate) {
+    detail::check_gemv("gemv_panels", M, N, N);
+    for (int i = 0; i < M; ++i) {
+        const float* w = P + (size_t)(i / kPanelRows) * N * kPanelRows + i % kPanelRows;
+        float sum = 0.0f;
+        for (int k = 0; k < N; ++k) sum += w[(size_t)k * kPanelRows] * x[k];
+        y[i] = accumulate ? y[i] + sum : sum;
+    }
+}
+
+void gemm_panels(int M, int N, int K, const float* A, int lda, const float* P, float* C, int ldc, bool accumulate) {
+    detail::check_gemm("gemm_panels", M, N, K, lda, K, K, K, ldc);
+    for (int i = 0; i < M; ++i) gemv_panels(N, K, P, A + (size_t)i * lda, C + (size_t)i * ldc, accumulate);
+}
+
 void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
     detail::check_gemv("gemv_t", M, N, ldw);
     for (int j = 0; j < N; ++j) {

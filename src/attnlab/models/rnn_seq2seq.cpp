@@ -42,15 +42,7 @@ RnnBatch& rnn_batch(decode::DecoderBatch& batch) {
 void embedding_row(const nn::Linear& table, int32_t id, float* out) {
     if (!(id >= 0 && id < table.out))
         fail("token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(table.out));
-    if (table.quantized()) {
-        const int blocks_per_row = table.in / kernels::kQ8BlockSize;
-        kernels::dequantize_q8_0(table.weight_q8.data() + static_cast<std::size_t>(id) * blocks_per_row, table.in, out);
-    } else if (table.half()) {
-        kernels::f16_to_f32_n(table.weight_f16.data() + static_cast<std::size_t>(id) * table.in, std::size_t(table.in), out);
-    } else {
-        const float* row = table.weight.data() + static_cast<std::size_t>(id) * table.in;
-        std::copy(row, row + table.in, out);
-    }
+    nn::weight_row(table, id, out);
 }
 
 RnnSeq2Seq load_rnn_seq2seq(const gguf::File& file) {

@@ -52,6 +52,11 @@ void validate(const Linear& layer, const std::string& what) {
     } else if (layer.half()) {
         if (!(layer.weight_f16.size() == std::size_t(layer.out) * std::size_t(layer.in)))
             fail(what + ": F16 weight has " + std::to_string(layer.weight_f16.size()) + " values, expected out*in");
+    } else if (layer.panelled()) {
+        const std::size_t panels = (std::size_t(layer.out) + kernels::kPanelRows - 1) / kernels::kPanelRows;
+        if (!(layer.weight_panels.size() == panels * kernels::kPanelRows * std::size_t(layer.in)))
+            fail(what + ": packed weight has " + std::to_string(layer.weight_panels.size()) +
+                 " values, expected ceil(out/16)*16*in");
     } else {
         if (!(layer.weight.dimension() == 2 && int(layer.weight.shape()[0]) == layer.out &&
               int(layer.weight.shape()[1]) == layer.in))
@@ -83,6 +88,11 @@ void linear(const Linear& layer, const float* x, int rows, float* y) {
         } else {
             linear_f16_rows(layer, x, rows, y);
         }
+    } else if (layer.panelled()) {
+        if (rows == 1)
+            kernels::gemv_panels(layer.out, layer.in, layer.weight_panels.data(), x, y);
+        else
+            kernels::gemm_panels(rows, layer.out, layer.in, x, layer.in, layer.weight_panels.data(), y, layer.out);
     } else {
         if (rows == 1)
             kernels::gemv(layer.out, layer.in, layer.weight.data(), layer.in, x, y);
@@ -124,6 +134,33 @@ Matrix linear(const Linear& layer, const Matrix& x) {
     return y;
 }
 
+void weight_row(const Linear& layer, int row, float* out) {
+    if (!(row >= 0 && row < layer.out))
+        fail("weight_row: row " + std::to_string(row) + " outside [0, " + std::to_string(layer.out) + ")");
+    const std::size_t in = std::size_t(layer.in);
+    if (layer.quantized()) {
+        kernels::dequantize_q8_0(layer.weight_q8.data() + row * (in / kernels::kQ8BlockSize), in, out);
+    } else if (layer.half()) {
+        kernels::f16_to_f32_n(layer.weight_f16.data() + row * in, in, out);
+    } else if (layer.panelled()) {
+        kernels::panel_row(layer.weight_panels.data(), layer.out, layer.in, row, out);
+    } else {
+        std::copy(layer.weight.data() + row * in, layer.weight.data() + (row + 1) * in, out);
+    }
+}
+
+Matrix weight_matrix(const Linear& layer) {
+    Matrix w = Matrix::from_shape({std::size_t(layer.out), std::size_t(layer.in)});
+    for (int r = 0; r < layer.out; ++r) weight_row(layer, r, w.data() + std::size_t(r) * layer.in);
+    return w;
+}
+
+void pack_weight_panels(Linear& layer) {
+    if (layer.quantized() || layer.half() || layer.panelled() || layer.weight.size() == 0) return;
+    layer.weight_panels = kernels::pack_panels(layer.weight.data(), layer.out, layer.in, layer.in);
+    layer.weight = Matrix();
+}
+
 Linear slice_rows(const Linear& layer, int begin, int count) {
     if (!(begin >= 0 && count > 0 && begin + count <= layer.out))
         fail("slice_rows: rows [" + std::to_string(begin) + ", " + std::to_string(begin + count) + ") outside [0, " +
@@ -136,6 +173,10 @@ Linear slice_rows(const Linear& layer, int begin, int count) {
         part.weight_q8.assign(layer.weight_q8.begin() + std::size_t(begin) * blocks_per_row,
                               layer.weight_q8.begin() + std::size_t(begin + count) * blocks_per_row);
         part.weight_q8_scales = kernels::q8_scales_by4(part.weight_q8.data(), count, layer.in);
+    } else if (layer.panelled()) {
+        part.weight = Matrix::from_shape({std::size_t(count), std::size_t(layer.in)});
+        for (int r = 0; r < count; ++r) weight_row(layer, begin + r, part.weight.data() + std::size_t(r) * layer.in);
+        pack_weight_panels(part);
     } else if (layer.half()) {
         part.weight_f16.assign(layer.weight_f16.begin() + std::size_t(begin) * layer.in,
                                layer.weight_f16.begin() + std::size_t(begin + count) * layer.in);
@@ -166,6 +207,7 @@ Linear load_linear_tensors(const gguf::File& file, const std::string& weight_nam
         layer.weight = file.load_f32<2>(weight_name, {out, in});
     if (!bias_name.empty() && file.has_tensor(bias_name)) layer.bias = file.load_f32<1>(bias_name, {out});
     validate(layer, weight_name);
+    pack_weight_panels(layer);
     if (layer.quantized()) layer.weight_q8_scales = kernels::q8_scales_by4(layer.weight_q8.data(), out, in);
     return layer;
 }

@@ -1,6 +1,6 @@
 #pragma once
-// nn.Linear: y = x · Wᵀ + b, with W in PyTorch layout [out, in], as f32, as IEEE halves (native builds with F16C,
-// kernels::keep_f16_weights()) or as GGUF Q8_0 blocks.
+// nn.Linear: y = x · Wᵀ + b, with W in PyTorch layout [out, in], as f32 (row-major, or packed in the GEMV's panels
+// once loaded), as IEEE halves (native builds with F16C, kernels::keep_f16_weights()) or as GGUF Q8_0 blocks.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,7 +17,9 @@ namespace attnlab::nn {
 struct Linear {
     int in = 0;
     int out = 0;
-    Matrix weight;                                 // [out, in] f32; empty when weight_f16 or weight_q8 hold them
+    Matrix weight;                                 // [out, in] f32; empty when another member holds the weights
+    // [out, in] f32 in kernels::pack_panels' layout (what the loaders make of f32 weights): used when non-empty.
+    std::vector<float> weight_panels;
     std::vector<uint16_t> weight_f16;              // [out, in] halves; used when non-empty
     std::vector<kernels::BlockQ8_0> weight_q8;     // [out, in/32] Q8_0 blocks; used when non-empty
     // weight_q8's block scales as floats, kernels::q8_scales_by4 (set by the loaders and slice_rows; 12% of
@@ -28,6 +30,7 @@ struct Linear {
 
     bool quantized() const { return !weight_q8.empty(); }
     bool half() const { return !weight_f16.empty(); }
+    bool panelled() const { return !weight_panels.empty(); }
     bool has_bias() const { return bias.size() != 0; }
 };
 
@@ -37,8 +40,9 @@ void linear(const Linear& layer, const float* x, int rows, float* y);
 Matrix linear(const Linear& layer, const Matrix& x);
 
 // x [rows, in] -> y [rows, out] where the rows are independent batch-1 inputs (a batched decoder step, one row per
-// hypothesis): each row is computed as linear(layer, row, 1, ...) computes it (for Q8_0 weights the same int8
-// activation rounding and float operations, bit for bit; f32 and halves up to the summation order of the GEMM),
+// hypothesis): each row is computed as linear(layer, row, 1, ...) computes it (bit for bit for Q8_0 weights, the same
+// int8 activation rounding and float operations, and for panel-packed f32 weights; halves and row-major f32 up to
+// the summation order of the GEMM),
 // with the weights read once for all rows. One row is exactly linear(layer, x, 1, y).
 void linear_batched(const Linear& layer, const float* x, int rows, float* y);
 
@@ -46,11 +50,18 @@ void linear_batched(const Linear& layer, const float* x, int rows, float* y);
 // nn.MultiheadAttention's in_proj [3d, d] or a recurrent cell's stacked gates.
 Linear slice_rows(const Linear& layer, int begin, int count);
 
+// Row `row` of W (f32, for an embedding table tied to or stored as a layer), whatever holds the weights.
+void weight_row(const Linear& layer, int row, float* out);
+// W [out, in] as f32 row-major, whatever holds the weights (tests and tools; the models never unpack).
+Matrix weight_matrix(const Linear& layer);
+// Moves f32 row-major weights into the panel layout (a no-op for the other storages).
+void pack_weight_panels(Linear& layer);
+
 // Checks that the weights agree with in/out (a hand-built layer with a wrong shape fails here, not in a kernel).
 void validate(const Linear& layer, const std::string& what);
 
 // Reads "<prefix>.weight" [out, in] and, when with_bias, "<prefix>.bias" [out]. Q8_0 weights stay quantized,
-// F16 stays F16 where kernels::keep_f16_weights() (else becomes f32), F32 stays f32. Throws attnlab::Error when a tensor is missing or has another shape.
+// F16 stays F16 where kernels::keep_f16_weights() (else becomes f32), F32 stays f32, packed in panels. Throws attnlab::Error when a tensor is missing or has another shape.
 Linear load_linear(const gguf::File& file, const std::string& prefix, int in, int out, bool with_bias = true);
 // Same, but the bias is loaded only when the file has "<prefix>.bias".
 Linear load_linear_optional_bias(const gguf::File& file, const std::string& prefix, int in, int out);
