@@ -141,6 +141,21 @@ int main(int argc, char** argv) {
             [&] { k::gemv_q8_q8(M, N, Wout_q.data(), x.data(), logits.data(), false, scales.data()); },
             [&] { ref::gemv_q8_q8(M, N, Wout_q.data(), x.data(), logits.data()); });
     }
+    {
+        // Elementwise and row kernels a batched step runs (the "GFLOP/s" column: G elements per second): the GRU's
+        // gates and the additive score's tanh, and the log-softmax over 32 rows of an 8000-piece vocabulary.
+        const int n = 32 * 8000;
+        const auto input = random_floats(n, 6);
+        std::vector<float> work(input);
+        run("activate_tanh_256000", n, [&] { std::copy(input.begin(), input.end(), work.begin()); k::activate(work.data(), n, k::Activation::tanh); },
+            [&] { std::copy(input.begin(), input.end(), work.begin()); ref::activate(work.data(), n, k::Activation::tanh); });
+        run("activate_sigmoid_256000", n, [&] { std::copy(input.begin(), input.end(), work.begin()); k::activate(work.data(), n, k::Activation::sigmoid); },
+            [&] { std::copy(input.begin(), input.end(), work.begin()); ref::activate(work.data(), n, k::Activation::sigmoid); });
+        run("log_softmax_32x8000", n, [&] { std::copy(input.begin(), input.end(), work.begin()); k::log_softmax_rows(32, 8000, work.data(), 8000); },
+            [&] { std::copy(input.begin(), input.end(), work.begin()); ref::log_softmax_rows(32, 8000, work.data(), 8000); });
+        run("copy_256000", n, [&] { std::copy(input.begin(), input.end(), work.begin()); },
+            [&] { std::copy(input.begin(), input.end(), work.begin()); });
+    }
     for (const auto& shape_mn : {std::pair{512, 2048}, std::pair{2048, 512}}) {
         const int M = shape_mn.first, N = shape_mn.second;  // (clang 14 cannot capture structured bindings)
         const std::string shape = std::to_string(M) + "x" + std::to_string(N);

@@ -209,6 +209,8 @@ std::pair<const char*, std::size_t> weight_bytes(const nn::Linear& layer) {
         return {reinterpret_cast<const char*>(layer.weight_q8.data()), layer.weight_q8.size() * sizeof(kernels::BlockQ8_0)};
     if (layer.half())
         return {reinterpret_cast<const char*>(layer.weight_f16.data()), layer.weight_f16.size() * sizeof(uint16_t)};
+    if (layer.panelled())
+        return {reinterpret_cast<const char*>(layer.weight_panels.data()), layer.weight_panels.size() * sizeof(float)};
     return {reinterpret_cast<const char*>(layer.weight.data()), layer.weight.size() * sizeof(float)};
 }
 

@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # Where the npm API's time goes, by function, in wasm: relinks build/wasm's engine with function names
 # (--profiling-funcs, into build/profile/dist), translates the first 40 test2016 sentences greedily through the
-# module in Node under --cpu-prof, and prints each function's share of the samples.
-#   bash bench/profile_api.sh [MODEL.gguf]      (default: the shipped Bahdanau EN->DE f16; needs npm run build)
+# module in Node under --cpu-prof, and prints each function's share of the samples. --paragraphs profiles the
+# paragraph benchmark's work instead: 6 paragraphs of 8 sentences, beam 4, through translate(texts[]).
+#   bash bench/profile_api.sh [MODEL.gguf] [--paragraphs]   (default: the shipped Bahdanau EN->DE f16; needs npm run build)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export NODE_PATH=/usr/share/nodejs
-model=${1:-models/weights/bahdanau-en-de.f16.gguf}
+model=models/weights/bahdanau-en-de.f16.gguf
+mode=sentences
+for arg in "$@"; do
+  case "$arg" in
+    --paragraphs) mode=paragraphs ;;
+    *) model=$arg ;;
+  esac
+done
 out=build/profile
 rm -rf "$out" && mkdir -p "$out/dist" "$out/cpu"
 cp -r web/lib "$out/lib"
@@ -15,11 +23,15 @@ link=$(sed -e "s#-o [^ ]*attnlab.mjs#-o $PWD/$out/dist/attnlab.mjs#" build/wasm/
 cat > "$out/run.mjs" <<'JS'
 import { readFileSync } from 'node:fs';
 const { loadModel } = await import(new URL('./lib/index.mjs', import.meta.url));
-const lines = readFileSync('build/data/multi30k/test2016.en', 'utf8').split('\n').filter(Boolean).slice(0, 40);
+const lines = readFileSync('build/data/multi30k/test2016.en', 'utf8').split('\n').filter(Boolean).slice(0, 48);
 const model = await loadModel(readFileSync(process.argv[2]), { useWorker: false });
-for (const line of lines) await model.translate(line, { beam: 1 });
+if (process.argv[3] === 'paragraphs') {
+  for (let p = 0; p < 6; ++p) await model.translate(lines.slice(p * 8, p * 8 + 8), { beam: 4 });
+} else {
+  for (const line of lines) await model.translate(line, { beam: 1 });
+}
 JS
-node --cpu-prof --cpu-prof-dir="$out/cpu" "$out/run.mjs" "$model"
+node --cpu-prof --cpu-prof-dir="$out/cpu" "$out/run.mjs" "$model" "$mode"
 lscpu | grep -E 'Model name|L2|L3' | sed 's/  */ /g'
 /usr/bin/python3 - "$out/cpu" <<'PY'
 import collections, glob, json, sys

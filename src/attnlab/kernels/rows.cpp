@@ -47,9 +47,9 @@ void bias_act_rows(int rows, int cols, float* y, int ldy, const float* bias, Act
 struct ActNone { Vec operator()(Vec v) const { return v; } };
 struct ActRelu { Vec operator()(Vec v) const { return xsimd::max(v, simd::zero()); } };
 struct ActRelu6 { Vec operator()(Vec v) const { return xsimd::min(xsimd::max(v, simd::zero()), simd::splat(6.0f)); } };
-struct ActTanh { Vec operator()(Vec v) const { return xsimd::tanh(v); } };
+struct ActTanh { Vec operator()(Vec v) const { return simd::tanh(v); } };
 struct ActSigmoid {
-    Vec operator()(Vec v) const { return simd::splat(1.0f) / (simd::splat(1.0f) + xsimd::exp(-v)); }
+    Vec operator()(Vec v) const { return simd::splat(1.0f) / (simd::splat(1.0f) + simd::exp(-v)); }
 };
 // torch.nn.GELU() default (approximate='none'): 0.5·x·(1 + erf(x/√2))
 struct ActGelu {
@@ -119,14 +119,14 @@ void softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask, in
         Vec vsum = simd::zero();
         int i = 0;
         for (; i + kWidth <= cols; i += kWidth) {
-            const Vec e = xsimd::exp(simd::load(row + i) - vmax);
+            const Vec e = simd::exp(simd::load(row + i) - vmax);
             simd::store(row + i, e);
             vsum += e;
         }
         float sum = simd::hsum(vsum);
         if (i < cols) {
             const float neg_inf = -std::numeric_limits<float>::infinity();
-            const Vec e = xsimd::exp(simd::load_partial(row + i, cols - i, neg_inf) - vmax);  // pad lanes: 0
+            const Vec e = simd::exp(simd::load_partial(row + i, cols - i, neg_inf) - vmax);  // pad lanes: 0
             simd::store_partial(row + i, e, cols - i);
             sum += simd::hsum(e);
         }
@@ -150,9 +150,9 @@ void log_softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask
         const Vec vmax = simd::splat(max);
         Vec vsum = simd::zero();
         int i = 0;
-        for (; i + kWidth <= cols; i += kWidth) vsum += xsimd::exp(simd::load(row + i) - vmax);
+        for (; i + kWidth <= cols; i += kWidth) vsum += simd::exp(simd::load(row + i) - vmax);
         float sum = simd::hsum(vsum);
-        if (i < cols) sum += simd::hsum(xsimd::exp(simd::load_partial(row + i, cols - i, neg_inf) - vmax));
+        if (i < cols) sum += simd::hsum(simd::exp(simd::load_partial(row + i, cols - i, neg_inf) - vmax));
         // (x - max) - log(sum), not x - (max + log(sum)): with large logits the combined shift would be
         // rounded to the ulp of max.
         const Vec log_sum = simd::splat(std::log(sum));

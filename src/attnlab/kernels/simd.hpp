@@ -66,6 +66,50 @@ inline Vec load_f16(const uint16_t* p) {
 #endif
 }
 
+// e^x and tanh x. Natively xsimd's. In wasm, xsimd's SSE2 code for them converts float to int through intrinsics
+// Emscripten emulates lane by lane (0.17 G elements/s for tanh, a tenth of the AVX-512 build's 1.7 per lane-width;
+// bench_kernels activate_*), so wasm takes Cephes's expf and tanhf on SIMD128's own nearest and trunc_sat: within
+// 2 ulp of e^x on [-87.33, 88.02]; 0 below (exp(-inf) = 0 exactly, as the softmax masks need), +inf above 88.72,
+// and exp(88.02) in between, where no caller looks (softmax and log-softmax take x − max ≤ 0, sigmoid 1/(1 + e^-x)
+// and tanh e^(2|x|) only up to |x| = 9).
+#if defined(__wasm_simd128__)
+inline Vec exp(const Vec& v) {
+    const v128_t x0 = static_cast<v128_t>(static_cast<__m128>(v));
+    const v128_t lo = wasm_f32x4_splat(-87.3365447504f), hi = wasm_f32x4_splat(88.02f);
+    v128_t x = wasm_f32x4_min(wasm_f32x4_max(x0, lo), hi);
+    const v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)));
+    x = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));   // ln 2 in two parts
+    x = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
+    v128_t y = wasm_f32x4_splat(1.9875691500e-4f);
+    for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+        y = wasm_f32x4_add(wasm_f32x4_mul(y, x), wasm_f32x4_splat(c));
+    y = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(y, wasm_f32x4_mul(x, x)), x), wasm_f32x4_splat(1.0f));
+    const v128_t pow2n = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
+    y = wasm_f32x4_mul(y, pow2n);
+    y = wasm_v128_bitselect(wasm_f32x4_splat(0.0f), y, wasm_f32x4_lt(x0, lo));
+    y = wasm_v128_bitselect(wasm_f32x4_splat(__builtin_inff()), y, wasm_f32x4_gt(x0, wasm_f32x4_splat(88.7228391f)));
+    return Vec(static_cast<__m128>(y));
+}
+inline Vec tanh(const Vec& v) {
+    const v128_t x = static_cast<v128_t>(static_cast<__m128>(v));
+    const v128_t ax = wasm_f32x4_abs(x);
+    // |x| < 0.625: x + x³·P(x²); else 1 − 2/(e^(2|x|) + 1) with x's sign.
+    const v128_t z = wasm_f32x4_mul(x, x);
+    v128_t p = wasm_f32x4_splat(-5.70498872745e-3f);
+    for (float c : {2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f, -3.33332819422e-1f})
+        p = wasm_f32x4_add(wasm_f32x4_mul(p, z), wasm_f32x4_splat(c));
+    const v128_t small = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(p, z), x), x);
+    const v128_t e = static_cast<v128_t>(static_cast<__m128>(exp(Vec(static_cast<__m128>(wasm_f32x4_add(ax, ax))))));
+    const v128_t one = wasm_f32x4_splat(1.0f);
+    v128_t large = wasm_f32x4_sub(one, wasm_f32x4_div(wasm_f32x4_splat(2.0f), wasm_f32x4_add(e, one)));
+    large = wasm_v128_or(large, wasm_v128_and(x, wasm_i32x4_splat(int32_t(0x80000000u))));
+    return Vec(static_cast<__m128>(wasm_v128_bitselect(small, large, wasm_f32x4_lt(ax, wasm_f32x4_splat(0.625f)))));
+}
+#else
+inline Vec exp(const Vec& v) { return xsimd::exp(v); }
+inline Vec tanh(const Vec& v) { return xsimd::tanh(v); }
+#endif
+
 inline Vec load_partial(const float* p, int n, float fill = 0.0f) {
     alignas(64) float lanes[kWidth];
     for (int i = 0; i < kWidth; ++i) lanes[i] = i < n ? p[i] : fill;
