@@ -35,6 +35,10 @@ carried() {
     echo "--epochs 3"
   fi
 }
+# What a fine-tuning run starts from: the broad run's best.pt on this machine, else the weights carried here.
+best_or_carried() {
+  if [ -f "$ckpt/$1/best.pt" ] || [ ! -f "models/training/$1.f16.gguf" ]; then echo "$ckpt/$1/best.pt"; else echo "models/training/$1.f16.gguf"; fi
+}
 # The score-function comparison: four EN->DE models that differ only in the score (additive-small is the control
 # at the same size), a third of the shipped translator's compute each, on the same 3-epoch budget.
 variant="--emb 128 --enc-hidden 128 --dec-hidden 256 --attn-dim 256 --epochs 3"
@@ -64,8 +68,8 @@ jobs=(
   # (beam 4, engine: EN->DE 35.34, DE->EN 41.10) but
   # not Multi30k's (attnlab.data.mix): Multi30k twice per epoch and a new 30% of the other pairs (~1,070 steps, 65% of
   # the tokens Multi30k), a fresh optimizer, peak lr 3e-4 after 200 steps.
-  "transformer-en-de-broad-ft|-m attnlab.train.transformer --pair en-de --corpus broad $finetune --init $ckpt/transformer-en-de-broad/best.pt"
-  "transformer-de-en-broad-ft|-m attnlab.train.transformer --pair de-en --corpus broad $finetune --init $ckpt/transformer-de-en-broad/best.pt"
+  "transformer-en-de-broad-ft|-m attnlab.train.transformer --pair en-de --corpus broad $finetune --init $(best_or_carried transformer-en-de-broad)"
+  "transformer-de-en-broad-ft|-m attnlab.train.transformer --pair de-en --corpus broad $finetune --init $(best_or_carried transformer-de-en-broad)"
   "bahdanau-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --epochs 12"
   "bahdanau-de-en-broad|-m attnlab.train.rnn --pair de-en --corpus broad --epochs 12"
   "luong-dot-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score dot $variant"
