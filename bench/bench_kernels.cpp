@@ -91,6 +91,12 @@ int main(int argc, char** argv) {
     run("gemm_nt_256_f32_dot_xsimd", gemm_flops,
         [&] { k::gemm_nt_dot_tiles(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
         [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
+    {
+        const auto packed = k::pack_panels(B.data(), n, n, n);
+        run("gemm_panels_256_f32", gemm_flops,
+            [&] { k::gemm_panels(n, n, n, A.data(), n, packed.data(), C.data(), n); },
+            [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });
+    }
     run("gemm_nt_256_f32_packed", gemm_flops,
         [&] { k::gemm_nt_packed(n, n, n, A.data(), n, B.data(), n, C.data(), n); },
         [&] { ref::gemm_nt(n, n, n, A.data(), n, B.data(), n, C.data(), n); });

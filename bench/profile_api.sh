@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where the npm API's time goes, by function, in wasm: relinks build/wasm's engine with function names
-# (--profiling-funcs, into build/profile/dist), translates the first 40 test2016 sentences greedily through the
+# (--profiling-funcs, into build/profile/dist), translates the first 48 test2016 sentences greedily through the
 # module in Node under --cpu-prof, and prints each function's share of the samples. --paragraphs profiles the
 # paragraph benchmark's work instead: 6 paragraphs of 8 sentences, beam 4, through translate(texts[]).
 #   bash bench/profile_api.sh [MODEL.gguf] [--paragraphs]   (default: the shipped Bahdanau EN->DE f16; needs npm run build)

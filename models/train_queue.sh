@@ -35,9 +35,15 @@ carried() {
     echo "--epochs 3"
   fi
 }
-# What a fine-tuning run starts from: the broad run's best.pt on this machine, else the weights carried here.
+# What a fine-tuning run starts from, decided when the job starts (the broad run before it in the queue may have just
+# written best.pt): that best.pt, else the weights carried here, with the broad run's dropout (a GGUF init takes
+# --dropout from the command line, a checkpoint keeps its own).
 best_or_carried() {
-  if [ -f "$ckpt/$1/best.pt" ] || [ ! -f "models/training/$1.f16.gguf" ]; then echo "$ckpt/$1/best.pt"; else echo "models/training/$1.f16.gguf"; fi
+  if [ -f "$ckpt/$1/best.pt" ] || [ ! -f "models/training/$1.f16.gguf" ]; then
+    echo "$ckpt/$1/best.pt"
+  else
+    echo "models/training/$1.f16.gguf --dropout 0.2"
+  fi
 }
 # The score-function comparison: four EN->DE models that differ only in the score (additive-small is the control
 # at the same size), a third of the shipped translator's compute each, on the same 3-epoch budget.
@@ -68,8 +74,8 @@ jobs=(
   # (beam 4, engine: EN->DE 35.34, DE->EN 41.10) but
   # not Multi30k's (attnlab.data.mix): Multi30k twice per epoch and a new 30% of the other pairs (~1,070 steps, 65% of
   # the tokens Multi30k), a fresh optimizer, peak lr 3e-4 after 200 steps.
-  "transformer-en-de-broad-ft|-m attnlab.train.transformer --pair en-de --corpus broad $finetune --init $(best_or_carried transformer-en-de-broad)"
-  "transformer-de-en-broad-ft|-m attnlab.train.transformer --pair de-en --corpus broad $finetune --init $(best_or_carried transformer-de-en-broad)"
+  "transformer-en-de-broad-ft|-m attnlab.train.transformer --pair en-de --corpus broad $finetune --init @best_or_carried:transformer-en-de-broad@"
+  "transformer-de-en-broad-ft|-m attnlab.train.transformer --pair de-en --corpus broad $finetune --init @best_or_carried:transformer-de-en-broad@"
   "bahdanau-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --epochs 12"
   "bahdanau-de-en-broad|-m attnlab.train.rnn --pair de-en --corpus broad --epochs 12"
   "luong-dot-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score dot $variant"
@@ -86,6 +92,9 @@ wanted=("$@")
 for job in "${jobs[@]}"; do
   name=${job%%|*}
   command=${job#*|}
+  if [[ $command =~ @best_or_carried:([^@]+)@ ]]; then
+    command=${command/"${BASH_REMATCH[0]}"/$(best_or_carried "${BASH_REMATCH[1]}")}
+  fi
   [[ ${#wanted[@]} -eq 0 || " ${wanted[*]} " == *" $name "* ]] || continue
   # Another copy of the same training (started by hand) must finish first: two writers would fight over last.pt.
   while pgrep -f -- "--out $ckpt/$name( |\$)" >/dev/null; do sleep 60; done

@@ -682,7 +682,8 @@ TEST_CASE("gemv_panels matches the reference and gemv; gemm_panels is each row's
                 check_close(y_ref, y_rowmajor, 1e-5f * (N + 1), 1e-5f, "reference gemv_panels vs gemv");
             }
         }
-    for (int rows = 1; rows <= 11; ++rows)
+    // Up to 11 rows (every remainder of the row pairs and groups), and past one and two 64-row blocks.
+    for (int rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 64, 65, 150})
         for (int N : {1, 16, 17, 70})
             for (int K : {1, 9, 64}) {
                 INFO("rows=" << rows << " N=" << N << " K=" << K);

@@ -178,6 +178,13 @@ TEST_CASE("GEMM and GEMV split over threads: the same bits as one thread") {
                 kernels::gemm_nn(s.M, s.N, s.K, A.data(), s.K, Bnn.data(), s.N, C.data(), s.N, accumulate);
                 return C;
             });
+            // The same weights packed in panels: pieces of whole panels, the last one with a tail panel.
+            const std::vector<float> P = kernels::pack_panels(Bnt.data(), s.N, s.K, s.K);
+            check_thread_invariant("gemm_panels", [&] {
+                std::vector<float> C = C0;
+                kernels::gemm_panels(s.M, s.N, s.K, A.data(), s.K, P.data(), C.data(), s.N, accumulate);
+                return C;
+            });
         }
         // Q8_0 weights: K a multiple of 32; M = 1, 3 (gemm_nt_q8's per-row GEMV) and 5 (its dequantized panels).
         for (int M : {1, 3, 5}) {
@@ -232,6 +239,12 @@ TEST_CASE("GEMM and GEMV split over threads: the same bits as one thread") {
                 return y;
             });
         }
+        const std::vector<float> P = kernels::pack_panels(W.data(), M, N, N);
+        check_thread_invariant("gemv_panels", [&] {
+            std::vector<float> y = y0;
+            kernels::gemv_panels(M, N, P.data(), x.data(), y.data(), accumulate);
+            return y;
+        });
         check_thread_invariant("gemv_f16", [&] {
             std::vector<float> y = y0;
             kernels::gemv_f16(M, N, Wh.data(), x.data(), y.data(), accumulate);

@@ -1,5 +1,6 @@
-"""models/train_queue.sh: every job's command line is complete (no variable left unset, which once cost a session's
-training start) and the translator and speech trainers accept its flags."""
+"""models/train_queue.sh: every job's command line is complete (the script runs under set -u, so a recipe variable
+left unset stops the whole queue) and the translator and speech trainers accept its flags; a fine-tuning job starts
+from the broad run's best.pt when it exists when the job starts, else from the carried weights."""
 import importlib
 import os
 import shlex
@@ -41,6 +42,21 @@ class TrainQueueTest(unittest.TestCase):
             args = argv[2:] + ["--out", os.path.join(ckpt, name)]
             with self.subTest(job=name):
                 importlib.import_module(module).parse_args(args)
+
+    def test_finetuning_starts_from_best_checkpoint_else_carried_weights(self):
+        carried = os.path.join(ROOT, "models", "training", "transformer-en-de-broad.f16.gguf")
+        if not os.path.exists(carried):
+            self.skipTest("no carried weights in models/training")
+        with tempfile.TemporaryDirectory() as ckpt:
+            argv = queue_commands(ckpt)["transformer-en-de-broad-ft"]
+            init = argv[argv.index("--init") + 1]
+            self.assertEqual(init, "models/training/transformer-en-de-broad.f16.gguf")
+            self.assertEqual(argv[argv.index("--dropout") + 1], "0.2")
+            os.makedirs(os.path.join(ckpt, "transformer-en-de-broad"))
+            open(os.path.join(ckpt, "transformer-en-de-broad", "best.pt"), "wb").close()
+            argv = queue_commands(ckpt)["transformer-en-de-broad-ft"]
+            self.assertEqual(argv[argv.index("--init") + 1], os.path.join(ckpt, "transformer-en-de-broad", "best.pt"))
+            self.assertNotIn("--dropout", argv)
 
     def test_score_variants_share_one_recipe(self):
         with tempfile.TemporaryDirectory() as ckpt:

@@ -41,8 +41,9 @@ export interface Matrix {
 /**
  * A Transformer's attention, every layer and head: `data` is row-major [layers × heads × rows × cols], so
  * weight (layer l, head h, row i, column j) is `data[((l * heads + h) * rows + i) * cols + j]`. Row i is a query
- * position and holds a softmax over the key positions (columns): each row sums to 1. `attentionHead(t, l, h)`
- * gives one head as a Matrix view.
+ * position; in the attention weights each row is a softmax over the key positions (columns) and sums to 1, in the
+ * raw scores (`encoderSelfScores`, `decoderSelfScores`, `crossScores`), the queries and the keys it does not.
+ * `attentionHead(t, l, h)` gives one head as a Matrix view.
  */
 export interface AttentionTensor {
   layers: number;

@@ -284,9 +284,16 @@ void gemm_panels(int M, int N, int K, const float* A, int lda, const float* P, f
         ATTNLAB_DISPATCH(gemm_panels(M, N, K, A, lda, P, C, ldc, accumulate))
     }
     active();
-    parallel::parallel_for(N, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
-        ATTNLAB_DISPATCH(gemm_panels(M, end - begin, K, A, lda, P + (size_t)begin * K, C + begin, ldc, accumulate))
-    });
+    if (split_columns(M, N)) {
+        parallel::parallel_for(N, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
+            ATTNLAB_DISPATCH(gemm_panels(M, end - begin, K, A, lda, P + (size_t)begin * K, C + begin, ldc, accumulate))
+        });
+    } else {
+        parallel::parallel_for(M, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
+            ATTNLAB_DISPATCH(gemm_panels(end - begin, N, K, A + (size_t)begin * lda, lda, P, C + (size_t)begin * ldc, ldc,
+                                         accumulate))
+        });
+    }
 }
 // Wᵀ·x: the outputs are W's columns, so the columns are split (each piece still sums over every row).
 void gemv_t(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {

@@ -88,7 +88,7 @@ void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool ac
 
 // Panel-packed weights (kernels.hpp, pack_panels). Per input element one broadcast of x[k] and contiguous loads of
 // the panels' 16 weights; each output lane accumulates over k in order, so no horizontal sum and no row pointers.
-// The dot-product gemv above, 4 rows at a time over row-major weights, slows to a fifth of this when the matrix
+// The dot-product gemv above, 4 rows at a time over row-major weights, slows to a quarter of this when the matrix
 // streams from L3 or memory with 4-float vectors (wasm, SSE2: docs/performance.md, "Panel-packed GEMV").
 constexpr int kPanelVecs = kPanelRows / kWidth;                      // vectors per panel: 4, 2 or 1
 static_assert(kPanelRows % kWidth == 0, "a panel is a whole number of vectors");
@@ -97,7 +97,7 @@ constexpr int kGemmRows = kPanelVecs >= 4 ? 2 : 8 / kPanelVecs;      // activati
 
 namespace {
 
-// Stores G·kPanelVecs accumulators as outputs [0, rows) of y (+=).
+// Stores Count accumulators as outputs [0, rows) of y (+=).
 template <int Count>
 void store_panel_sums(const Vec* acc, int rows, float* y, bool accumulate) {
     alignas(64) float sums[Count * kWidth];
@@ -143,32 +143,38 @@ void gemm_panels(int M, int N, int K, const float* A, int lda, const float* P, f
     detail::check_gemm("gemm_panels", M, N, K, lda, K, K, K, ldc);
     if (M == 0 || N == 0) return;
     const int panels = (N + kPanelRows - 1) / kPanelRows;
-    for (int p = 0; p < panels; ++p) {
-        const float* panel = P + std::size_t(p) * K * kPanelRows;
-        const int rows = std::min(kPanelRows, N - p * kPanelRows);
-        int m = 0;
-        // kGemmRows activation rows share each load of the panel; every output lane sums over k in order, as
-        // gemv_panels does, so each row is its gemv_panels bit for bit.
-        for (; m + kGemmRows <= M; m += kGemmRows) {
-            Vec acc[kGemmRows][kPanelVecs];
-            for (int r = 0; r < kGemmRows; ++r)
-                for (int v = 0; v < kPanelVecs; ++v) acc[r][v] = simd::zero();
-            const float* a = A + std::size_t(m) * lda;
-            for (int k = 0; k < K; ++k) {
-                Vec w[kPanelVecs];
-                for (int v = 0; v < kPanelVecs; ++v) w[v] = simd::load(panel + std::size_t(k) * kPanelRows + v * kWidth);
-                for (int r = 0; r < kGemmRows; ++r) {
-                    const Vec ak = simd::splat(a[std::size_t(r) * lda + k]);
-                    for (int v = 0; v < kPanelVecs; ++v) acc[r][v] = simd::fma(ak, w[v], acc[r][v]);
+    // Blocks of kGemmBlockRows activation rows (an encoder's sentence, a listener's frames): each block stays in L2
+    // while every panel passes over it, instead of all of A streaming from memory once per panel.
+    constexpr int kGemmBlockRows = 64;
+    for (int m0 = 0; m0 < M; m0 += kGemmBlockRows) {
+        for (int p = 0; p < panels; ++p) {
+            const float* panel = P + std::size_t(p) * K * kPanelRows;
+            const int rows = std::min(kPanelRows, N - p * kPanelRows);
+            const int m_end = std::min(M, m0 + kGemmBlockRows);
+            int m = m0;
+            // kGemmRows activation rows share each load of the panel; every output lane sums over k in order, as
+            // gemv_panels does, so each row is its gemv_panels bit for bit.
+            for (; m + kGemmRows <= m_end; m += kGemmRows) {
+                Vec acc[kGemmRows][kPanelVecs];
+                for (int r = 0; r < kGemmRows; ++r)
+                    for (int v = 0; v < kPanelVecs; ++v) acc[r][v] = simd::zero();
+                const float* a = A + std::size_t(m) * lda;
+                for (int k = 0; k < K; ++k) {
+                    Vec w[kPanelVecs];
+                    for (int v = 0; v < kPanelVecs; ++v) w[v] = simd::load(panel + std::size_t(k) * kPanelRows + v * kWidth);
+                    for (int r = 0; r < kGemmRows; ++r) {
+                        const Vec ak = simd::splat(a[std::size_t(r) * lda + k]);
+                        for (int v = 0; v < kPanelVecs; ++v) acc[r][v] = simd::fma(ak, w[v], acc[r][v]);
+                    }
                 }
+                for (int r = 0; r < kGemmRows; ++r)
+                    store_panel_sums<kPanelVecs>(acc[r], rows, C + std::size_t(m + r) * ldc + p * kPanelRows, accumulate);
             }
-            for (int r = 0; r < kGemmRows; ++r)
-                store_panel_sums<kPanelVecs>(acc[r], rows, C + std::size_t(m + r) * ldc + p * kPanelRows, accumulate);
-        }
-        for (; m < M; ++m) {
-            Vec acc[kPanelVecs];
-            panels_dot<1>(K, panel, A + std::size_t(m) * lda, acc);
-            store_panel_sums<kPanelVecs>(acc, rows, C + std::size_t(m) * ldc + p * kPanelRows, accumulate);
+            for (; m < m_end; ++m) {
+                Vec acc[kPanelVecs];
+                panels_dot<1>(K, panel, A + std::size_t(m) * lda, acc);
+                store_panel_sums<kPanelVecs>(acc, rows, C + std::size_t(m) * ldc + p * kPanelRows, accumulate);
+            }
         }
     }
 }

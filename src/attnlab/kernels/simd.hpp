@@ -67,8 +67,8 @@ inline Vec load_f16(const uint16_t* p) {
 }
 
 // e^x and tanh x. Natively xsimd's. In wasm, xsimd's SSE2 code for them converts float to int through intrinsics
-// Emscripten emulates lane by lane (0.17 G elements/s for tanh, a tenth of the AVX-512 build's 1.7 per lane-width;
-// bench_kernels activate_*), so wasm takes Cephes's expf and tanhf on SIMD128's own nearest and trunc_sat: within
+// Emscripten emulates lane by lane (docs/performance.md, Kernel notes, "e^x and tanh in wasm"), so wasm takes
+// Cephes's expf and tanhf on SIMD128's own nearest and trunc_sat: within
 // 2 ulp of e^x on [-87.33, 88.02]; 0 below (exp(-inf) = 0 exactly, as the softmax masks need), +inf above 88.72,
 // and exp(88.02) in between, where no caller looks (softmax and log-softmax take x − max ≤ 0, sigmoid 1/(1 + e^-x)
 // and tanh e^(2|x|) only up to |x| = 9).

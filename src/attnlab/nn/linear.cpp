@@ -56,7 +56,8 @@ void validate(const Linear& layer, const std::string& what) {
         const std::size_t panels = (std::size_t(layer.out) + kernels::kPanelRows - 1) / kernels::kPanelRows;
         if (!(layer.weight_panels.size() == panels * kernels::kPanelRows * std::size_t(layer.in)))
             fail(what + ": packed weight has " + std::to_string(layer.weight_panels.size()) +
-                 " values, expected ceil(out/16)*16*in");
+                 " values, expected ceil(out/" + std::to_string(kernels::kPanelRows) + ")*" +
+                 std::to_string(kernels::kPanelRows) + "*in");
     } else {
         if (!(layer.weight.dimension() == 2 && int(layer.weight.shape()[0]) == layer.out &&
               int(layer.weight.shape()[1]) == layer.in))

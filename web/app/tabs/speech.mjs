@@ -260,13 +260,14 @@ function play(i) {
   source.start();
 }
 
-function render(t) {
+// beam: the width this transcript was searched with (the picker may have changed while it ran).
+function render(t, beam) {
   view.result = t;
   byId('sp-result').hidden = false;
   byId('sp-output').textContent = t.text || '(nothing: the model wrote no characters)';
   const seconds = t.spectrogram.frames / 100;
   byId('sp-timing').textContent = `${seconds.toFixed(1)} s of audio transcribed in ${Math.round(t.timeMs)} ms ` +
-    `(beam ${byId('sp-beam').value})`;
+    `(beam ${beam})`;
   const box = byId('sp-chars');
   box.replaceChildren(...t.characters.map((c, i) => {
     const node = el('button', { className: 'chip', text: charLabel(c),
@@ -289,7 +290,7 @@ function render(t) {
   };
   attention.onclick = () => play(view.selected);
   select(t.characters.length ? 0 : -1);
-  drawSteps(t);
+  drawSteps(t, beam);
 }
 
 // What the tree's numbers are: the nodes' log p and Σ log p are the attention decoder's, but with a CTC weight
@@ -305,9 +306,8 @@ function treeHint(ctcWeight) {
 }
 
 // Step by step, and the search's tree of the same transcript.
-function drawSteps(t) {
+function drawSteps(t, beam) {
   view.stepper?.stop();
-  const beam = Number(byId('sp-beam').value);
   const tree = t.beamTree;
   const path = tree ? winningPath(tree) : [];
   byId('sp-tree-hint').textContent = treeHint(t.ctcWeight);
@@ -346,7 +346,7 @@ async function transcribe(input, playable) {
     const t = await model.transcribe(input, { beam, beamTree: true, sampleRate: playable?.sampleRate });
     view.audio = playable instanceof Blob ? await decodeForPlayback(playable) : playable ?? null;
     setStatus(`${currentEntry().label ?? currentEntry().id} ready`);
-    render(t);
+    render(t, beam);
   } catch (error) {
     setStatus('');
     showError(error);
