@@ -27,10 +27,12 @@ features=$ckpt/features
 # A run carried from another machine (models/training/NAME.f16.gguf, its README) starts from those weights where no
 # checkpoint exists, and later resumes of that same run keep its flags (its train.log names the file); a checkpoint
 # of the run the file was exported from (the machine that carried it) resumes with that run's own flags.
+# $2: the epochs the carried run has left (models/training/README.md); 0 = it is complete, so the job is skipped and the
+# fine-tuning job after it starts from the carried weights.
 carried() {
   local file=models/training/$1.f16.gguf
   if [ -f "$file" ] && { [ ! -f "$ckpt/$1/last.pt" ] || grep -q "weights from $file" "$ckpt/$1/train.log" 2>/dev/null; }; then
-    echo "--init $file --lr 6e-4 --warmup 300 --epochs 2"
+    if [ "$2" = 0 ]; then echo "@complete@"; else echo "--init $file --lr 6e-4 --warmup 300 --epochs $2"; fi
   else
     echo "--epochs 3"
   fi
@@ -66,10 +68,10 @@ jobs=(
   "additive-small-en-de|-m attnlab.train.rnn --pair en-de --score additive $variant"
   # Everyday language (issue 19): Tatoeba + Multi30k, the broad tokenizers; the same recipe for the four scores.
   # Where their checkpoint is gone, they continue from the weights carried in models/training (its README): two more
-  # epochs, a fresh Adam at a peak lr of 6e-4 after 300 steps (the carried run was at 6.5e-4); carried again, lower
-  # --epochs to what is left.
-  "transformer-en-de-broad|-m attnlab.train.transformer --pair en-de --corpus broad --dropout 0.2 $(carried transformer-en-de-broad)"
-  "transformer-de-en-broad|-m attnlab.train.transformer --pair de-en --corpus broad --dropout 0.2 $(carried transformer-de-en-broad)"
+  # epochs, a fresh Adam at a peak lr of 6e-4 after 300 steps (the carried run was at 6.5e-4); carried again, the
+  # second argument of carried is what is left (0: complete).
+  "transformer-en-de-broad|-m attnlab.train.transformer --pair en-de --corpus broad --dropout 0.2 $(carried transformer-en-de-broad 0)"
+  "transformer-de-en-broad|-m attnlab.train.transformer --pair de-en --corpus broad --dropout 0.2 $(carried transformer-de-en-broad 0)"
   # Then fine-tuning from the broad run's best.pt; on an earlier machine (checkpoints since lost, models/README.md) a run's epoch 3 met the Tatoeba targets
   # (beam 4, engine: EN->DE 35.34, DE->EN 41.10) but
   # not Multi30k's (attnlab.data.mix): Multi30k twice per epoch and a new 30% of the other pairs (~1,070 steps, 65% of
@@ -98,6 +100,10 @@ for job in "${jobs[@]}"; do
   [[ ${#wanted[@]} -eq 0 || " ${wanted[*]} " == *" $name "* ]] || continue
   # Another copy of the same training (started by hand) must finish first: two writers would fight over last.pt.
   while pgrep -f -- "--out $ckpt/$name( |\$)" >/dev/null; do sleep 60; done
+  if [[ $command == *@complete@* ]]; then
+    echo "$(date '+%F %T') queue: $name: complete (carried in models/training)"
+    continue
+  fi
   echo "$(date '+%F %T') queue: $name: $command"
   [ "${ATTNLAB_QUEUE_DRY_RUN:-0}" = 1 ] && continue
   case "$name" in

@@ -23,7 +23,8 @@ def queue_commands(ckpt):
     for line in result.stdout.splitlines():
         _, _, rest = line.partition(" queue: ")
         name, _, command = rest.partition(": ")
-        commands[name] = shlex.split(command)
+        # A carried run that is complete (models/training/README.md) prints no command: the queue skips it.
+        commands[name] = None if command.startswith("complete (carried") else shlex.split(command)
     return commands
 
 
@@ -35,6 +36,9 @@ class TrainQueueTest(unittest.TestCase):
                      "luong-dot-en-de-broad", "speech-las"):
             self.assertIn(name, commands)
         for name, argv in commands.items():
+            if argv is None:
+                self.assertTrue(os.path.exists(os.path.join(ROOT, "models", "training", f"{name}.f16.gguf")), name)
+                continue
             self.assertEqual(argv[0], "-m", name)
             module = argv[1]
             if module not in PARSED:
