@@ -22,35 +22,42 @@ ckpt=${ATTNLAB_CKPT:-/work/ckpt}
 mkdir -p "$ckpt"
 python=/usr/bin/python3
 threads=${ATTNLAB_THREADS:-2}
+carried_dir=${ATTNLAB_CARRIED_DIR:-models/training}   # another folder only in tests
 
 features=$ckpt/features
 # A run carried from another machine (models/training/NAME.f16.gguf, its README) starts from those weights where no
 # checkpoint exists, and later resumes of that same run keep its flags (its train.log names the file); a checkpoint
 # of the run the file was exported from (the machine that carried it) resumes with that run's own flags.
-# $2: the epochs the carried run has left (models/training/README.md); 0 = it is complete, so the job is skipped and the
-# fine-tuning job after it starts from the carried weights.
+#   carried NAME LEFT CONTINUE FRESH
+# LEFT: the epochs the carried run has left (models/training/README.md); 0 = it is complete, so the job is skipped.
+# CONTINUE: the flags of the continuation besides --init and --epochs (a fresh Adam needs its own short warm-up).
+# FRESH: the flags where nothing is carried.
 carried() {
-  local file=models/training/$1.f16.gguf
+  local file=$carried_dir/$1.f16.gguf
   if [ -f "$file" ] && { [ ! -f "$ckpt/$1/last.pt" ] || grep -q "weights from $file" "$ckpt/$1/train.log" 2>/dev/null; }; then
-    if [ "$2" = 0 ]; then echo "@complete@"; else echo "--init $file --lr 6e-4 --warmup 300 --epochs $2"; fi
+    if [ "$2" = 0 ]; then echo "@complete@"; else echo "--init $file $3 --epochs $2"; fi
   else
-    echo "--epochs 3"
+    echo "$4"
   fi
 }
 # What a fine-tuning run starts from, decided when the job starts (the broad run before it in the queue may have just
 # written best.pt): that best.pt, else the weights carried here, with the broad run's dropout (a GGUF init takes
 # --dropout from the command line, a checkpoint keeps its own).
 best_or_carried() {
-  if [ -f "$ckpt/$1/best.pt" ] || [ ! -f "models/training/$1.f16.gguf" ]; then
+  if [ -f "$ckpt/$1/best.pt" ] || [ ! -f "$carried_dir/$1.f16.gguf" ]; then
     echo "$ckpt/$1/best.pt"
   else
-    echo "models/training/$1.f16.gguf --dropout 0.2"
+    echo "$carried_dir/$1.f16.gguf --dropout 0.2"
   fi
 }
 # The score-function comparison: four EN->DE models that differ only in the score (additive-small is the control
 # at the same size), a third of the shipped translator's compute each, on the same 3-epoch budget.
 variant="--emb 128 --enc-hidden 128 --dec-hidden 256 --attn-dim 256 --epochs 3"
 finetune="--multi30k-repeat 2 --broad-share 0.3 --lr 3e-4 --warmup 200 --epochs 6"
+# A fine-tuning run carried mid-way goes on at about the learning rate it had reached (its schedule's step is lost with
+# the optimizer), the broad runs' dropout (a GGUF init takes it from the command line), and a seed past the epochs it
+# has done, so its epochs draw other Tatoeba samples than the ones it has already seen (attnlab.data.mix).
+finetune_carried="--dropout 0.2 --lr 1.5e-4 --warmup 100 --seed 1234"
 jobs=(
   "features|-m attnlab.data.features --out $features"
   "features14|-m attnlab.data.features --layer 14 --out $features"
@@ -70,14 +77,14 @@ jobs=(
   # Where their checkpoint is gone, they continue from the weights carried in models/training (its README): two more
   # epochs, a fresh Adam at a peak lr of 6e-4 after 300 steps (the carried run was at 6.5e-4); carried again, the
   # second argument of carried is what is left (0: complete).
-  "transformer-en-de-broad|-m attnlab.train.transformer --pair en-de --corpus broad --dropout 0.2 $(carried transformer-en-de-broad 0)"
-  "transformer-de-en-broad|-m attnlab.train.transformer --pair de-en --corpus broad --dropout 0.2 $(carried transformer-de-en-broad 0)"
+  "transformer-en-de-broad|-m attnlab.train.transformer --pair en-de --corpus broad --dropout 0.2 $(carried transformer-en-de-broad 0 "--lr 6e-4 --warmup 300" "--epochs 3")"
+  "transformer-de-en-broad|-m attnlab.train.transformer --pair de-en --corpus broad --dropout 0.2 $(carried transformer-de-en-broad 0 "--lr 6e-4 --warmup 300" "--epochs 3")"
   # Then fine-tuning from the broad run's best.pt; on an earlier machine (checkpoints since lost, models/README.md) a run's epoch 3 met the Tatoeba targets
   # (beam 4, engine: EN->DE 35.34, DE->EN 41.10) but
   # not Multi30k's (attnlab.data.mix): Multi30k twice per epoch and a new 30% of the other pairs (~1,070 steps, 65% of
   # the tokens Multi30k), a fresh optimizer, peak lr 3e-4 after 200 steps.
-  "transformer-en-de-broad-ft|-m attnlab.train.transformer --pair en-de --corpus broad $finetune --init @best_or_carried:transformer-en-de-broad@"
-  "transformer-de-en-broad-ft|-m attnlab.train.transformer --pair de-en --corpus broad $finetune --init @best_or_carried:transformer-de-en-broad@"
+  "transformer-en-de-broad-ft|-m attnlab.train.transformer --pair en-de --corpus broad $finetune $(carried transformer-en-de-broad-ft 6 "$finetune_carried" "--init @best_or_carried:transformer-en-de-broad@")"
+  "transformer-de-en-broad-ft|-m attnlab.train.transformer --pair de-en --corpus broad $finetune $(carried transformer-de-en-broad-ft 6 "$finetune_carried" "--init @best_or_carried:transformer-de-en-broad@")"
   "bahdanau-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --epochs 12"
   "bahdanau-de-en-broad|-m attnlab.train.rnn --pair de-en --corpus broad --epochs 12"
   "luong-dot-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score dot $variant"

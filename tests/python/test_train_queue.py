@@ -13,8 +13,10 @@ from attnlab.paths import ROOT
 PARSED = {"attnlab.train.rnn", "attnlab.train.transformer", "attnlab.train.speech"}
 
 
-def queue_commands(ckpt):
+def queue_commands(ckpt, carried_dir=None):
     env = dict(os.environ, ATTNLAB_QUEUE_DRY_RUN="1", ATTNLAB_CKPT=ckpt)
+    if carried_dir is not None:
+        env["ATTNLAB_CARRIED_DIR"] = carried_dir
     result = subprocess.run(["bash", os.path.join(ROOT, "models", "train_queue.sh")], env=env,
                             capture_output=True, text=True, timeout=60)
     if result.returncode != 0:
@@ -61,6 +63,32 @@ class TrainQueueTest(unittest.TestCase):
             argv = queue_commands(ckpt)["transformer-en-de-broad-ft"]
             self.assertEqual(argv[argv.index("--init") + 1], os.path.join(ckpt, "transformer-en-de-broad", "best.pt"))
             self.assertNotIn("--dropout", argv)
+
+    def test_finetuning_carried_midway_continues_from_its_own_weights(self):
+        with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
+            for name in ("transformer-en-de-broad", "transformer-en-de-broad-ft"):
+                open(os.path.join(carried_dir, f"{name}.f16.gguf"), "wb").close()
+            file = os.path.join(carried_dir, "transformer-en-de-broad-ft.f16.gguf")
+            argv = queue_commands(ckpt, carried_dir)["transformer-en-de-broad-ft"]
+            self.assertEqual(argv.count("--init"), 1)
+            self.assertEqual(argv[argv.index("--init") + 1], file)
+            parsed = importlib.import_module("attnlab.train.transformer").parse_args(argv[2:] + ["--out", ckpt])
+            self.assertEqual(parsed.init, file)
+            self.assertEqual(parsed.dropout, 0.2)
+            self.assertLess(parsed.lr, 3e-4)       # not the fine-tuning's first peak
+            self.assertLessEqual(parsed.epochs, 6)
+            self.assertEqual(parsed.multi30k_repeat, 2)
+            # A checkpoint of the run the file was exported from resumes with that run's own flags.
+            out = os.path.join(ckpt, "transformer-en-de-broad-ft")
+            os.makedirs(out)
+            open(os.path.join(out, "last.pt"), "wb").close()
+            open(os.path.join(out, "train.log"), "w").write("weights from models/training/transformer-en-de-broad.f16.gguf\n")
+            argv = queue_commands(ckpt, carried_dir)["transformer-en-de-broad-ft"]
+            self.assertEqual(argv[argv.index("--init") + 1], os.path.join(carried_dir, "transformer-en-de-broad.f16.gguf"))
+            # ...and a checkpoint started from the carried file continues as the carried run.
+            open(os.path.join(out, "train.log"), "w").write(f"weights from {file}\n")
+            argv = queue_commands(ckpt, carried_dir)["transformer-en-de-broad-ft"]
+            self.assertEqual(argv[argv.index("--init") + 1], file)
 
     def test_score_variants_share_one_recipe(self):
         with tempfile.TemporaryDirectory() as ckpt:
