@@ -1,5 +1,6 @@
 #pragma once
-// A search tree as every embind call returns it (web/lib/index.d.ts BeamTree), for bindings.cpp and speech.cpp.
+// A search tree as every embind call returns it (web/lib/index.d.ts BeamTree), for bindings.cpp and speech.cpp;
+// defined in beam_tree.cpp.
 #include <emscripten/val.h>
 
 #include "attnlab/attnlab.hpp"

@@ -23,31 +23,6 @@ using namespace emscripten;
 using attnlab::wasm::guarded;
 using attnlab::wasm::to_beam_tree;
 
-namespace attnlab::wasm {
-
-val to_beam_tree(const attnlab::BeamTree& tree) {
-    val nodes = val::array();
-    for (std::size_t i = 0; i < tree.nodes.size(); ++i) {
-        const attnlab::BeamNode& n = tree.nodes[i];
-        val node = val::object();
-        node.set("step", n.step);
-        node.set("parent", n.parent);
-        node.set("id", n.id);
-        node.set("piece", n.piece);
-        node.set("logProbability", n.log_probability);
-        node.set("cumulative", n.cumulative);
-        node.set("score", n.score);
-        node.set("finished", n.finished);
-        nodes.set(i, node);
-    }
-    val out = val::object();
-    out.set("nodes", nodes);
-    out.set("winner", tree.winner);
-    return out;
-}
-
-}  // namespace attnlab::wasm
-
 namespace {
 
 // Diagnostic (scripts/soak.mjs): malloc's bytes in use and the wasm memory size. The memory only grows, in big
@@ -236,6 +211,13 @@ public:
     // texts: an array of strings -> an array of what translate() returns for each, translated together
     // (attnlab::Model::translate of several texts); a bad element throws naming its index ("texts[i]: ...").
     val translate_many(const val& texts, int beam, int max_length, int no_repeat_ngram, bool beam_tree) const {
+        return translate_many_with_scores(texts, beam, max_length, no_repeat_ngram, beam_tree, false, false);
+    }
+
+    // The extras of translate()'s seventh form, so a batch that asks for them is still one call: raw scores come
+    // from the batched search itself, query/key from the engine's one-sentence path, text by text inside it.
+    val translate_many_with_scores(const val& texts, int beam, int max_length, int no_repeat_ngram, bool beam_tree,
+                                   bool query_key, bool raw_scores) const {
         return guarded(attnlab::ErrorKind::input, [&] {
             attnlab::check(texts.isArray(), "the texts must be an array of strings");
             const std::size_t count = texts["length"].as<std::size_t>();
@@ -250,6 +232,8 @@ public:
             options.max_length = max_length;
             options.no_repeat_ngram = no_repeat_ngram;
             options.beam_tree = beam_tree;
+            options.query_key = query_key;
+            options.raw_scores = raw_scores;
             const std::vector<attnlab::Translation> translations = model_.translate(items, options);
             val out = val::array();
             for (std::size_t i = 0; i < translations.size(); ++i) out.set(i, to_translation(translations[i], beam_tree));
@@ -336,6 +320,7 @@ EMSCRIPTEN_BINDINGS(attnlab) {
         .function("translate", &JsModel::translate_with_extras)
         .function("translate", &JsModel::translate_with_scores)
         .function("translateMany", &JsModel::translate_many)
+        .function("translateMany", &JsModel::translate_many_with_scores)
         .function("caption", &JsModel::caption)
         .function("caption", &JsModel::caption_with_tree)
         .function("transcribe", &JsModel::transcribe)

@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
 import { AttnlabError, ERROR_CODES, loadModel } from '../../web/lib/index.mjs';
+import { loadEngine } from '../../web/lib/engine.mjs';
 import { CLI, repoRoot } from './fixture_model.mjs';
 
 const RNN = join(repoRoot, 'models/weights/bahdanau-en-de.q8_0.gguf');
@@ -36,13 +37,16 @@ function assertSameAsAlone(batched, alone, label) {
       assert.deepEqual(t[key], a[key], `${where}: ${key}`);
     }
     assert.ok(Math.abs(t.logProbability - a.logProbability) <= 1e-4 * Math.max(1, Math.abs(a.logProbability)), `${where}: logProbability`);
-    for (const key of ['attention', 'scores', 'context', 'values', 'encoderSelfAttention', 'decoderSelfAttention', 'crossAttention']) {
+    for (const key of ['attention', 'scores', 'context', 'values', 'encoderSelfAttention', 'decoderSelfAttention', 'crossAttention',
+      'encoderQueries', 'encoderKeys', 'encoderSelfScores', 'decoderSelfScores', 'crossScores']) {
       if (!a[key]) continue;
       assert.equal(t[key].data.length, a[key].data.length, `${where}: ${key} size`);
       for (const dim of ['rows', 'cols', 'layers', 'heads']) assert.equal(t[key][dim], a[key][dim], `${where}: ${key}.${dim}`);
       t[key].data.forEach((value, j) => {
-        assert.ok(Math.abs(value - a[key].data[j]) <= 1e-4 * Math.max(1, Math.abs(a[key].data[j])),
-                  `${where}: ${key}[${j}] = ${value}, alone ${a[key].data[j]}`);
+        // The causal mask's raw scores are -Infinity in both, or in neither.
+        if (a[key].data[j] === -Infinity) assert.equal(value, -Infinity, `${where}: ${key}[${j}] = ${value}, alone -Infinity`);
+        else assert.ok(Math.abs(value - a[key].data[j]) <= 1e-4 * Math.max(1, Math.abs(a[key].data[j])),
+                       `${where}: ${key}[${j}] = ${value}, alone ${a[key].data[j]}`);
       });
     }
   });
@@ -98,6 +102,50 @@ test('translate(texts): the beam tree of each text is the one translate(text) re
     assert.deepEqual(t.beamTree.nodes.map((n) => [n.step, n.parent, n.id, n.piece, n.finished]),
                      one[i].beamTree.nodes.map((n) => [n.step, n.parent, n.id, n.piece, n.finished]));
   });
+});
+
+// Counts the engine Model's translate and translateMany calls (embind methods on the shared prototype of this
+// realm's engine, the one the in-thread models run on) while fn runs.
+async function engineCalls(fn) {
+  const proto = (await loadEngine()).Model.prototype;
+  const counts = { translate: 0, translateMany: 0 };
+  const originals = { translate: proto.translate, translateMany: proto.translateMany };
+  for (const name of Object.keys(counts)) {
+    const counted = function (...args) {
+      counts[name] += 1;
+      return originals[name].apply(this, args);
+    };
+    // embind's overload dispatcher finds its table through proto[name], which is now this wrapper.
+    if (originals[name].overloadTable) counted.overloadTable = originals[name].overloadTable;
+    proto[name] = counted;
+  }
+  try {
+    return { result: await fn(), counts };
+  } finally {
+    Object.assign(proto, originals);
+  }
+}
+
+test('translate(texts) with rawScores or queryKey: one engine call, each result (the extras included) as translate(text) alone', { timeout: 300_000 }, async () => {
+  for (const options of [{ rawScores: true }, { rawScores: true, beam: 4 }, { queryKey: true }, { queryKey: true, rawScores: true, beam: 2 }]) {
+    const label = `transformer ${JSON.stringify(options)}`;
+    const { result: batched, counts } = await engineCalls(() => models.transformer.translate(PARAGRAPH, options));
+    assert.deepEqual(counts, { translate: 0, translateMany: 1 }, `${label}: the batch is one translateMany call`);
+    const one = await alone(models.transformer, PARAGRAPH, options);
+    for (const key of ['encoderSelfScores', ...(options.rawScores ? ['decoderSelfScores', 'crossScores'] : []),
+      ...(options.queryKey ? ['encoderQueries', 'encoderKeys'] : [])]) {
+      assert.ok(batched.every((t) => t[key]), `${label}: every result has ${key}`);
+    }
+    assertSameAsAlone(batched, one, label);
+  }
+  // In a worker too (its engine is its own, so only the results are compared).
+  const options = { rawScores: true, beam: 4 };
+  assertSameAsAlone(await models.transformerWorker.translate(PARAGRAPH, options), await alone(models.transformer, PARAGRAPH, options),
+                    'transformer in a worker, rawScores');
+  // An RNN has no raw-score extras: the batch is still one call, with none of them.
+  const { result: rnn, counts } = await engineCalls(() => models.rnn.translate(PARAGRAPH.slice(0, 2), { rawScores: true }));
+  assert.deepEqual(counts, { translate: 0, translateMany: 1 });
+  assert.ok(rnn.every((t) => !('crossScores' in t) && !('encoderSelfScores' in t)));
 });
 
 test('translate([]) resolves to []; one text in an array is that text\'s result', async () => {

@@ -202,10 +202,12 @@ export async function createEngineModel(bytes) {
       if (info.task !== 'translate') throw wrongTaskError(info, 'translate');
       const { beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores } = validateTranslate(text, options, limits);
       if (Array.isArray(text)) {
-        // Several texts are decoded together, each as alone (attnlab::Model::translate of several texts); the
-        // query/key and raw-score extras, and an engine built before translateMany, take them one by one.
-        if (queryKey || rawScores || typeof model.translateMany !== 'function') return text.map((item) => this.translate(item, options));
+        // Several texts are decoded together, each as alone (attnlab::Model::translate of several texts), the
+        // extras included (one engine call: the engine takes query/key text by text itself); an engine built
+        // before translateMany takes them one by one.
+        if (typeof model.translateMany !== 'function') return text.map((item) => this.translate(item, options));
         try {
+          if (queryKey || rawScores) return model.translateMany(text, beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores);
           return model.translateMany(text, beam, maxLength, noRepeatNgram, beamTree);
         } catch (error) {
           throw engineError(error, ERROR_CODES.BAD_INPUT);

@@ -290,7 +290,8 @@ export interface Model {
    * alone (the same tokens, stopReason and warnings; attention equal up to float rounding), in input order. An
    * empty array resolves to []. A bad element rejects the whole call, before anything is translated, with the
    * code translate(text) would give it and its index in the message ("attnlab: texts[2]: the text to translate
-   * is empty"); options.signal works as for one text.
+   * is empty"); options.signal works as for one text. With rawScores the raw scores are the batch's own (equal
+   * to one text's up to float rounding); with queryKey the engine takes the texts one by one inside the call.
    */
   translate(texts: readonly string[], options?: TranslateOptions): Promise<Translation[]>;
   /**
