@@ -317,7 +317,21 @@ private:
                 ended_ = true;
                 return;
             }
-            if (errno != EINTR) attnlab::fail(std::string("cannot read stdin: ") + std::strerror(errno));
+            if (errno == EINTR) continue;
+            // A nonblocking stdin (a parent's O_NONBLOCK pipe, or a terminal a shell left so) has nothing yet:
+            // wait for it rather than give up, as a blocking read would.
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                wait_readable();
+                continue;
+            }
+            attnlab::fail(std::string("cannot read stdin: ") + std::strerror(errno));
+        }
+    }
+
+    void wait_readable() const {
+        pollfd input{fd_, POLLIN, 0};
+        while (poll(&input, 1, -1) < 0) {
+            if (errno != EINTR && errno != EAGAIN) attnlab::fail(std::string("cannot wait for stdin: ") + std::strerror(errno));
         }
     }
 

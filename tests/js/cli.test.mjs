@@ -185,6 +185,32 @@ test('stdin: a complete line is answered while the next one is still being writt
   }
 });
 
+test('stdin: a nonblocking pipe is waited on (EAGAIN), not refused', { timeout: 180_000 }, async () => {
+  // O_NONBLOCK belongs to the open pipe, so python3 sets it and exec()s the CLI on the same stdin, as a parent
+  // that shares its own nonblocking stdin would.
+  const [first, second] = [expected[0], expected[1]];
+  const setNonblocking = 'import os, sys; os.set_blocking(0, False); os.execv(sys.argv[1], sys.argv[1:])';
+  const child = spawn('/usr/bin/python3', ['-c', setNonblocking, cli, 'translate', ...asPyTorch, '--model', model, '--json'],
+                      { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  try {
+    const out = stdoutLines(child);
+    // Nothing is written for a while, so the CLI's first read finds the pipe empty.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    child.stdin.write(`${first.text}\n`);
+    assertTranslationJson(JSON.parse(await out.next(`the first line (stderr: ${stderr})`)), first);
+    // Its next read finds the pipe empty again, between two lines.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    child.stdin.end(`${second.text}\n`);
+    assertTranslationJson(JSON.parse(await out.next(`the second line (stderr: ${stderr})`)), second);
+    assert.deepEqual(await exited, { code: 0, signal: null }, stderr);
+  } finally {
+    child.kill();
+  }
+});
+
 test('stdin: a bad line answers with an error in its place, the others are translated, exit 1', () => {
   const [first, third] = [expected[5], expected[6]];
   const input = Buffer.concat([Buffer.from(first.text + '\n'), Buffer.from([0x41, 0xff, 0xfe, 0x0a]),
