@@ -3,7 +3,7 @@
 // and the model view, the head view canvas and its controls must show what the Node module computes for the same
 // sentence, with no request leaving the origin. A decoder and a cross-attention line's tooltip carry each head's raw
 // score: the module's, whose softmax over the row is the weight shown and whose rank is the rank shown; a masked
-// (later) decoder position's is −∞.
+// (later) decoder position's is −∞; the head view's copied JSON carries the same raw scores (−∞ as null).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
@@ -13,6 +13,7 @@ import { loadModel } from '../../web/lib/index.mjs';
 import { repoRoot } from '../js/fixture_model.mjs';
 import { offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
+import { copiedJson } from './page_helpers.mjs';
 
 const MODEL = join(repoRoot, 'tests/fixtures/transformer/tiny.gguf');
 // A long-range sentence with "its" (the fixture's tokenizer splits it as "it" + "s"), typed into the box.
@@ -39,6 +40,7 @@ before(async () => {
     deviceScaleFactor: DPR,
   });
   ({ origin, context, requests } = site);
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
 });
 
 after(async () => {
@@ -212,6 +214,25 @@ test('self-attention tab: model view, head view drawn from the engine, controls 
       assert.ok(masked.length > 0 && masked.every((n) => n.score === -Infinity && n.weight === 0), JSON.stringify(masked));
     }
     await page.keyboard.press('Escape');
+
+    // The head view's JSON carries the same raw scores as the tooltips, every row of every shown head (the causal
+    // mask's −∞ as null, which JSON can hold), next to the weights.
+    const json = await copiedJson(page, '#sa-head-tools');
+    assert.equal(json.kind, kind);
+    assert.equal(json.layer, layer + 1);
+    assert.match(json.rawScoreMeaning, meaning, kind);
+    const exported = Object.keys(json.rawScores);
+    assert.deepEqual(exported, Object.keys(json.weights), kind);
+    assert.ok(exported.length > 0, kind);
+    for (const name of exported) {
+      const head = Number(name.replace('head ', '')) - 1;
+      json.rawScores[name].forEach((got, i) => headRow(scores, layer, head, i).forEach((want, j) => {
+        if (want === -Infinity) assert.equal(got[j], null, `${kind} ${name} [${i}][${j}]`);
+        else assert.ok(Math.abs(got[j] - want) <= 1e-3, `${kind} ${name} [${i}][${j}]: ${got[j]} vs ${want}`);
+      }));
+      assert.equal(json.rawScores[name].length, scores.rows, `${kind} ${name}`);
+    }
+    if (kind === 'decoder') assert.ok(json.rawScores[exported[0]][0].slice(1).every((v) => v === null), 'row 0 is masked after key 0');
   }
 
   // The decoder heatmaps are causal with queries as rows: position 0 (<s>) sees only itself (weight 1, top left),

@@ -8,7 +8,7 @@
 // { rawScores: true }); this module only draws. main.mjs calls setupSelfAttention() once it has read the manifest.
 import { attentionHead } from '/lib/index.mjs';
 import {
-  byId, el, showError as showErrorIn, tokenLabel as pieceLabel, statusLine, createModelLoader,
+  byId, el, showError as showErrorIn, tokenLabel as pieceLabel, statusLine, createModelLoader, fillCountOptions,
 } from '/app/ui.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { mountModelControls } from '/app/widgets/model_controls.mjs';
@@ -228,10 +228,7 @@ function selectKind(kind) {
   view.pinned = null;
   view.hover = null;
 
-  const layerSelect = byId('sa-layer');
-  layerSelect.replaceChildren(...Array.from({ length: tensor.layers }, (_, l) =>
-    el('option', { text: `Layer ${l + 1} of ${tensor.layers}`, attrs: { value: l } })));
-  layerSelect.value = String(view.layer);
+  fillCountOptions(byId('sa-layer'), tensor.layers, 'Layer', view.layer);
 
   const headBox = byId('sa-heads');
   headBox.replaceChildren(el('legend', { text: 'Heads' }));
@@ -288,8 +285,7 @@ function fillNeuronControls() {
   const headSelect = byId('sa-neuron-head');
   const querySelect = byId('sa-neuron-query');
   const keepHead = Math.min(Number(headSelect.value) || 0, tensor.heads - 1);
-  headSelect.replaceChildren(...Array.from({ length: tensor.heads }, (_, h) => el('option', { text: `Head ${h + 1}`, attrs: { value: h } })));
-  headSelect.value = String(keepHead);
+  fillCountOptions(headSelect, tensor.heads, 'Head', keepHead);
   querySelect.replaceChildren(...t.sourceTokens.map((piece, i) => el('option', { text: `${i + 1}. ${tokenLabel(piece)}`, attrs: { value: i } })));
   querySelect.value = String(view.pinned !== null && view.kind === 'encoder' ? view.pinned : 0);
 }
@@ -457,12 +453,22 @@ function headViewSvg() {
   return parts.join('');
 }
 
+// The raw scores go with the weights so that the copied numbers are the tooltips' numbers. JSON has no −∞: a key
+// the causal mask hides is null there, and the file says so.
 function headViewJson() {
-  const { tensor, left, right } = current();
+  const { t, kind, tensor, left, right } = current();
   const heads = {};
-  for (const h of [...view.heads].sort((a, b) => a - b)) heads[`head ${h + 1}`] = matrixRows(attentionHead(tensor, view.layer, h));
-  return { model: currentEntry()?.id, text: view.translation.text, kind: view.kind, layer: view.layer + 1,
-           queryTokens: left, keyTokens: right, weights: heads };
+  const scores = t[kind.scores] ? {} : null;
+  for (const h of [...view.heads].sort((a, b) => a - b)) {
+    heads[`head ${h + 1}`] = matrixRows(attentionHead(tensor, view.layer, h));
+    if (scores) {
+      scores[`head ${h + 1}`] = matrixRows(attentionHead(t[kind.scores], view.layer, h), 4)
+        .map((r) => r.map((v) => (Number.isFinite(v) ? v : null)));
+    }
+  }
+  return { model: currentEntry()?.id, text: t.text, kind: view.kind, layer: view.layer + 1,
+           queryTokens: left, keyTokens: right, weights: heads,
+           ...(scores ? { rawScores: scores, rawScoreMeaning: `${kind.scoreMeaning}; null = −∞ (masked)` } : {}) };
 }
 
 // Legends and export bars of the head view and the model view.
