@@ -113,6 +113,11 @@ test('caption tab: gallery, file upload and camera; same caption as the module a
   await page.waitForFunction(() => /ready/.test(document.getElementById('cap-status-text').textContent), null, { timeout: 60_000 });
   assert.equal(await page.getByTestId('cap-beam').inputValue(), '3');
   assert.equal(await page.locator('#cap-gallery .cap-sample').count(), 6);
+  // No shippable dog photo was found: the gallery says so, and its button opens the file chooser for the visitor's.
+  assert.match(await page.getByTestId('cap-no-dog').textContent(), /no dog among these samples[\s\S]*licence/i);
+  const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.getByTestId('cap-own').click()]);
+  assert.equal(chooser.isMultiple(), false);
+  assert.equal(await chooser.element().getAttribute('data-testid'), 'cap-file');
 
   // A gallery sample.
   await page.locator('.cap-sample[data-sample="cat"]').click();

@@ -201,6 +201,7 @@ function setupDrop() {
   const panel = byId('tab-caption');
   const file = byId('cap-file');
   byId('cap-choose').addEventListener('click', () => file.click());
+  byId('cap-own').addEventListener('click', () => file.click());  // the gallery's "no dog here" note
   file.addEventListener('change', () => {
     fromFile(file.files?.[0]);
     file.value = '';  // choosing the same file again fires change again
