@@ -118,7 +118,11 @@ export async function prepareAudio(input, options) {
   if (isAudioBuffer(input)) return { ...samplesFromAudioBuffer(input), owned: true };
   let bytes, owned = false;
   if (typeof Blob === 'function' && input instanceof Blob) {
-    bytes = new Uint8Array(await input.arrayBuffer());
+    try {
+      bytes = new Uint8Array(await input.arrayBuffer());
+    } catch (error) {
+      throw audioError(`the audio Blob could not be read (${error?.message ?? error})`);
+    }
     owned = true;
     checkAborted(signal);
   } else if (input instanceof ArrayBuffer) {

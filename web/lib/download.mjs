@@ -1,12 +1,17 @@
 // Weight delivery: fetch with byte progress, abort and timeout, a SHA-256 check before anything is used, and
 // the Cache API so a second visit (the wasm included) works offline. Only verified bytes are ever cached.
 
+import { AttnlabError, ERROR_CODES } from './errors.mjs';
+
 export const CACHE_NAME = 'attnlab-v1';
 
 /** Lower-case hex SHA-256 of bytes, with WebCrypto (globalThis.crypto in browsers and Node 20). */
 export async function sha256Hex(bytes) {
   const subtle = globalThis.crypto?.subtle;
-  if (!subtle) throw new Error('attnlab: SHA-256 needs WebCrypto (a secure context: https or localhost)');
+  if (!subtle) throw new AttnlabError(ERROR_CODES.LOAD_FAILED, 'attnlab: SHA-256 needs WebCrypto (a secure context: https or localhost)');
+  if (!(bytes instanceof ArrayBuffer || ArrayBuffer.isView(bytes))) {
+    throw new AttnlabError(ERROR_CODES.BAD_INPUT, 'attnlab: sha256Hex() needs an ArrayBuffer or a typed array');
+  }
   const digest = new Uint8Array(await subtle.digest('SHA-256', bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
 }
@@ -14,10 +19,17 @@ export async function sha256Hex(bytes) {
 /** Throws unless bytes hash to expected (hex, any case); `what` names the bytes in the message. */
 export async function verifySha256(bytes, expected, what) {
   if (!expected) return;
-  if (!/^[0-9a-fA-F]{64}$/.test(expected)) throw new Error(`attnlab: sha256 for ${what} is not 64 hex digits`);
+  checkSha256(expected, what);
   const actual = await sha256Hex(bytes);
   if (actual !== expected.toLowerCase()) {
-    throw new Error(`attnlab: SHA-256 mismatch for ${what}: expected ${expected.toLowerCase()}, got ${actual}`);
+    throw new AttnlabError(ERROR_CODES.LOAD_FAILED, `attnlab: SHA-256 mismatch for ${what}: expected ${expected.toLowerCase()}, got ${actual}`);
+  }
+}
+
+// A malformed sha256 option is the caller's mistake, whatever the bytes are.
+function checkSha256(expected, what) {
+  if (expected !== undefined && expected !== null && expected !== '' && !(typeof expected === 'string' && /^[0-9a-fA-F]{64}$/.test(expected))) {
+    throw new AttnlabError(ERROR_CODES.BAD_OPTIONS, `attnlab: sha256 for ${what} is not 64 hex digits`);
   }
 }
 
@@ -94,6 +106,7 @@ async function readWithProgress(response, { signal, onProgress, expectedBytes })
 export async function download(url, options = {}) {
   const { onProgress, sha256, cache: useCache = true, timeout = 0 } = options;
   const href = String(url);
+  checkSha256(sha256, href);  // before the cache: a bad value would otherwise evict a good cached copy
   const { signal, release } = combinedSignal(options.signal, timeout, href);
   try {
     if (signal.aborted) throw abortError(signal);

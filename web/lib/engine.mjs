@@ -12,7 +12,7 @@
 // In Node the .wasm is read from disk and handed over as bytes, since Emscripten 3.1.6's web loader cannot fetch
 // file paths; in a browser it is fetched through the Cache API, so a second visit needs no network.
 
-import { AttnlabError, ERROR_CODES } from './errors.mjs';
+import { AttnlabError, ERROR_CODES, toAttnlabError } from './errors.mjs';
 
 /**
  * Where the engine files are. Set before the first loadModel()/loadEngine() (later changes apply to engines and
@@ -67,7 +67,7 @@ export function relocatedEngineFile(file, paths = env.wasmPaths) {
     const own = paths[pathKeys[file]];
     return own ? new URL(String(own), baseHref()) : null;
   }
-  throw new Error('attnlab: env.wasmPaths must be a folder URL or { mjs, wasm, threadedMjs, threadedWasm }');
+  throw new AttnlabError(ERROR_CODES.BAD_OPTIONS, 'attnlab: env.wasmPaths must be a folder URL or { mjs, wasm, threadedMjs, threadedWasm }');
 }
 
 /** env.wasmPaths with every URL made absolute, for a worker (whose relative URLs would resolve elsewhere). */
@@ -183,7 +183,7 @@ const describeBuild = ({ threaded, threads }) =>
   (threaded ? `the threaded build on ${threads} threads` : 'the single-thread build');
 
 /**
- * The engine module (a singleton per realm). Rejects with a message if the wasm cannot be loaded, and with
+ * The engine module (a singleton per realm). Rejects with LOAD_FAILED if the wasm cannot be loaded, and with
  * BAD_OPTIONS when env.threads now picks another build or thread count than the engine this realm started.
  */
 export function loadEngine(options) {
@@ -197,7 +197,11 @@ export function loadEngine(options) {
     engineStartedAs = build;
     enginePromise = instantiate(build, options).catch((error) => {
       enginePromise = null;
-      throw new Error(`attnlab: could not load the wasm engine: ${error?.message ?? error}`);
+      // Coded here, since decodeAudio() and a worker's load reach this without index.mjs's loadError: a bad
+      // env.wasmPaths keeps BAD_OPTIONS, anything else (a missing or unreadable file) is LOAD_FAILED.
+      const code = error instanceof AttnlabError ? error.code : ERROR_CODES.LOAD_FAILED;
+      throw new AttnlabError(code, `attnlab: could not load the wasm engine: ${String(error?.message ?? error).replace(/^attnlab: /, '')}`,
+                             { cause: error });
     });
   } else if (build.threaded !== engineStartedAs.threaded || build.threads !== engineStartedAs.threads) {
     return Promise.reject(new AttnlabError(ERROR_CODES.BAD_OPTIONS,
@@ -208,13 +212,13 @@ export function loadEngine(options) {
   return enginePromise;
 }
 
-/** Runs fn(engine) and turns any engine exception into an Error with the engine's message. */
+/** Runs fn(engine) and turns any engine exception into an AttnlabError with the engine's message and code. */
 export async function callEngine(fn) {
   const engine = await loadEngine();
   try {
     return fn(engine);
   } catch (error) {
-    throw new Error(describeEngineError(engine, error));
+    throw error instanceof Error ? toAttnlabError(error) : new AttnlabError(ERROR_CODES.INTERNAL, describeEngineError(engine, error));
   }
 }
 

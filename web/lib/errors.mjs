@@ -18,7 +18,7 @@ export const ERROR_CODES = Object.freeze({
   LOAD_FAILED: 'ATTNLAB_LOAD_FAILED',
   /** An AbortSignal aborted the load or the call; `name` is "AbortError". */
   ABORTED: 'ATTNLAB_ABORTED',
-  /** The model was terminated or disposed. */
+  /** The model was terminated or disposed (a worker holding no model answers "attnlab: no model is loaded"). */
   CLOSED: 'ATTNLAB_CLOSED',
   /** Anything else: a bug or the engine running out of memory. */
   INTERNAL: 'ATTNLAB_INTERNAL',

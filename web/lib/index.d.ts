@@ -316,7 +316,11 @@ export interface Model {
   terminate(): void;
 }
 
-/** Every rejection and throw from attnlab: `code` is stable, the message starts with "attnlab: ". */
+/**
+ * Every rejection and throw from attnlab: `code` is stable, the message starts with "attnlab: ". ATTNLAB_CLOSED:
+ * the model was terminated or disposed (its worker answers any later request "attnlab: no model is loaded" with
+ * this code); ATTNLAB_LOAD_FAILED includes the wasm engine not loading, wherever it starts.
+ */
 export type AttnlabErrorCode =
   | 'ATTNLAB_BAD_INPUT'
   | 'ATTNLAB_BAD_OPTIONS'
@@ -447,7 +451,7 @@ export interface DownloadOptions {
 /** The downloader loadModel uses: fetch with progress, SHA-256 check, abort/timeout and the Cache API. */
 export function download(url: string | URL, options?: DownloadOptions): Promise<{ bytes: Uint8Array; fromCache: boolean }>;
 
-/** Lower-case hex SHA-256 (WebCrypto). */
+/** Lower-case hex SHA-256 (WebCrypto); rejects with ATTNLAB_BAD_INPUT for anything but bytes. */
 export function sha256Hex(bytes: ArrayBuffer | ArrayBufferView): Promise<string>;
 
 /** The Cache API cache name, "attnlab-v1". */

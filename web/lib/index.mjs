@@ -376,7 +376,7 @@ class WorkerModel {
       const { beam, ctcWeight, beamTree } = checked;
       return this.call('transcribe', { audio, options: { beam, ctcWeight, beamTree } }, transferablesOfAudio(audio),
                        { signal: checked.signal, what: 'the transcription' });
-    });
+    }).catch((error) => { throw callError(error); });  // the audio's reading fails here, outside call()
     this.#audioTail = sent.catch(() => {});
     return sent;
   }

@@ -9,6 +9,7 @@
 //   unset, in a browser: the page's own origin (/models/manifest.json, as the demo page serves it)
 //   unset, in Node: the installed package attnlab-model-<name> (next to attnlab in node_modules), else the
 //     working directory
+import { AttnlabError, ERROR_CODES } from './errors.mjs';
 import { download } from './download.mjs';
 import { env, importNodeBuiltin, isNode } from './engine.mjs';
 
@@ -121,7 +122,7 @@ function findEntry(models, name, dtype, where) {
  */
 export async function resolveModelName(name, { dtype, modelsBase, signal, timeout = 0 } = {}) {
   if (dtype !== undefined && (typeof dtype !== 'string' || dtype === '')) {
-    throw new Error('attnlab: dtype must be a string such as "q8_0" or "f16"');
+    throw new AttnlabError(ERROR_CODES.BAD_OPTIONS, 'attnlab: dtype must be a string such as "q8_0" or "f16"');
   }
   const bases = await modelsBases(name, modelsBase);
   // Node's own guesses may hold no manifest; a folder the caller named must, and its error says why.
