@@ -108,7 +108,7 @@ test('worker: engine errors inside the worker come back as rejections with the e
     const { raw, api } = outcome;
     assert.deepEqual(Object.keys(raw.beforeLoad), ['id', 'error']);
     // An error travels as { name, code, message } (web/lib/errors.mjs), rebuilt as an AttnlabError on the page.
-    assert.deepEqual(raw.beforeLoad.error, { name: 'AttnlabError', code: 'ATTNLAB_INTERNAL', message: 'attnlab: no model is loaded' });
+    assert.deepEqual(raw.beforeLoad.error, { name: 'AttnlabError', code: 'ATTNLAB_CLOSED', message: 'attnlab: no model is loaded' });
     assert.equal(raw.unknown.error.message, 'attnlab: unknown worker method frobnicate');
     assert.match(raw.badBytes.error.message, /^attnlab: .*unsupported GGUF version 2880154539/);
     assert.equal(raw.badBytes.error.code, 'ATTNLAB_BAD_MODEL');
