@@ -236,7 +236,17 @@ for (const viewport of WIDTHS) {
     await translate(page, SENTENCE);
     assert.equal(await page.getByTestId('translate-notices').isHidden(), true);
 
-    // On a phone the tab strip scrolls, with a fade at the edge as the cue.
+    // On a wide screen every tab is whole inside the strip (none cut off at its edge); on a phone the strip
+    // scrolls, with a fade at the edge as the cue.
+    if (!phone) {
+      const cut = await page.evaluate(() => {
+        const strip = document.querySelector('.tabs').getBoundingClientRect();
+        return [...document.querySelectorAll('.tabs [role="tab"]')]
+          .filter((b) => { const r = b.getBoundingClientRect(); return r.left < strip.left - 0.5 || r.right > strip.right + 0.5; })
+          .map((b) => b.textContent);
+      });
+      assert.deepEqual(cut, [], 'tabs cut off at the edge of the strip');
+    }
     if (phone) {
       const strip = await page.evaluate(() => {
         const tabs = document.querySelector('.tabs');
