@@ -1,13 +1,17 @@
 // Error paths of web/lib that had no stable code: the worker protocol's "no model is loaded" (ATTNLAB_CLOSED), a
 // worker's failed engine load (ATTNLAB_LOAD_FAILED, as on the calling thread), a bad env.wasmPaths (BAD_OPTIONS),
 // decodeAudio() without an engine, sha256Hex() of a non-buffer, download() and loadModel() with a malformed sha256
-// or dtype, and a transcribe() whose Blob cannot be read in a worker. Each rejection is an AttnlabError with the
+// or dtype, a worker that dies while it loads (LOAD_FAILED), and a transcribe() whose Blob cannot be read in a
+// worker. Each rejection is an AttnlabError with the
 // code and an "attnlab: " message.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 import { AttnlabError, ERROR_CODES, decodeAudio, download, env, loadModel, sha256Hex } from '../../web/lib/index.mjs';
 import { repoRoot } from './fixture_model.mjs';
@@ -97,6 +101,23 @@ test('an engine that cannot be loaded: LOAD_FAILED alike on this thread, in a wo
     env.wasmPaths = undefined;
   }
   const model = await loadModel(TRANSLATOR);  // and the realm can still start its engine
+  assert.ok((await model.translate('A dog.')).text.length > 0);
+  await model.dispose();
+});
+
+test('a worker that dies while it loads the model: loadModel() rejects with LOAD_FAILED, and the next load works', { timeout: 120_000 }, async () => {
+  // The "engine" a worker imports exits its thread, as a crash while loading would end it.
+  const folder = mkdtempSync(join(tmpdir(), 'attnlab-dying-engine-'));
+  try {
+    writeFileSync(join(folder, 'attnlab.mjs'), 'process.exit(3);\n');
+    env.wasmPaths = { mjs: pathToFileURL(join(folder, 'attnlab.mjs')).href, wasm: pathToFileURL(join(folder, 'attnlab.wasm')).href };
+    await rejectsWith(loadModel(TRANSLATOR, { useWorker: true }), ERROR_CODES.LOAD_FAILED,
+                      /^attnlab: the engine worker failed: the worker exited with code 3$/, 'a dying worker');
+  } finally {
+    env.wasmPaths = undefined;
+    rmSync(folder, { recursive: true, force: true });
+  }
+  const model = await loadModel(TRANSLATOR, { useWorker: true });
   assert.ok((await model.translate('A dog.')).text.length > 0);
   await model.dispose();
 });

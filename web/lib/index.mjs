@@ -147,8 +147,8 @@ class CallQueue {
 const TERMINATED = 'attnlab: the model was terminated';
 const DISPOSED = 'attnlab: the model was disposed';
 
-function closedError(reason) {
-  return new AttnlabError(reason === TERMINATED || reason === DISPOSED ? ERROR_CODES.CLOSED : ERROR_CODES.INTERNAL, reason);
+function closedError(reason, code) {
+  return new AttnlabError(code ?? (reason === TERMINATED || reason === DISPOSED ? ERROR_CODES.CLOSED : ERROR_CODES.INTERNAL), reason);
 }
 
 // A model method's failure: its own code, or BAD_INPUT for the image and audio readers' plain errors.
@@ -290,7 +290,7 @@ class WorkerModel {
     if (this.#closed) return Promise.reject(closedError(this.#closed));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
+      this.#pending.set(id, { resolve, reject, method });
       this.#worker.ref?.();
       this.#worker.postMessage({ id, method, args }, transfer);
     });
@@ -310,7 +310,10 @@ class WorkerModel {
   #fail(reason) {
     this.#closed ??= reason;
     this.#queue.kill(reason);
-    for (const { reject } of this.#pending.values()) reject(closedError(reason));
+    // A worker that fails before its load is answered could not start the model: LOAD_FAILED, as errors.mjs says.
+    for (const { reject, method } of this.#pending.values()) {
+      reject(closedError(reason, method === 'load' && reason !== TERMINATED && reason !== DISPOSED ? ERROR_CODES.LOAD_FAILED : undefined));
+    }
     this.#pending.clear();
     this.#worker?.terminate();
   }
