@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { AttnlabError, ERROR_CODES, decodeAudio, download, env, loadModel, sha256Hex } from '../../web/lib/index.mjs';
+import { AttnlabError, ERROR_CODES, decodeAudio, download, env, loadModel, matrixRow, sha256Hex } from '../../web/lib/index.mjs';
 import { repoRoot } from './fixture_model.mjs';
 
 const TRANSLATOR = join(repoRoot, 'tests/fixtures/rnn/additive.gguf');
@@ -145,4 +145,12 @@ test('transcribe() in a worker: a Blob that cannot be read is BAD_INPUT, as on t
       await model.dispose();
     }
   }
+});
+
+test('matrixRow() of something that is not a matrix throws BAD_INPUT, not a TypeError', () => {
+  for (const bad of [null, undefined, {}, { rows: 2, cols: 2, data: [1, 2, 3, 4] }, { rows: 2, cols: 2, data: new Float32Array(3) }]) {
+    assert.throws(() => matrixRow(bad, 0), (error) => error instanceof AttnlabError && error.code === ERROR_CODES.BAD_INPUT &&
+                  /^attnlab: matrixRow\(\) needs a \{ rows, cols, data: Float32Array \} matrix$/.test(error.message), JSON.stringify(bad));
+  }
+  assert.deepEqual(Array.from(matrixRow({ rows: 2, cols: 2, data: new Float32Array([1, 2, 3, 4]) }, 1)), [3, 4]);
 });

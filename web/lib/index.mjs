@@ -523,6 +523,10 @@ async function loadModelOrThrow(source, options) {
 
 /** Row i of a {rows, cols, data} matrix as a Float32Array view. */
 export function matrixRow(matrix, i) {
+  if (!matrix || !(matrix.data instanceof Float32Array) || !Number.isInteger(matrix.rows) || !Number.isInteger(matrix.cols) ||
+      matrix.data.length !== matrix.rows * matrix.cols) {
+    throw new AttnlabError(ERROR_CODES.BAD_INPUT, 'attnlab: matrixRow() needs a { rows, cols, data: Float32Array } matrix');
+  }
   if (!Number.isInteger(i) || i < 0 || i >= matrix.rows) throw new AttnlabError(ERROR_CODES.BAD_INPUT, `attnlab: row ${i} is out of range`);
   return matrix.data.subarray(i * matrix.cols, (i + 1) * matrix.cols);
 }
