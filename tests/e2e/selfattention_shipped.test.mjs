@@ -1,7 +1,7 @@
 // The Self-attention tab on the SHIPPED DE→EN Transformer (models/manifest.json's transformer-de-en, q8_0), in
 // headless Chromium: the page's German long-range sample translates exactly as the Node module translates it, the
 // model view has one heatmap per layer and head of the trained model, focusing "sie" ("she") reads out where it
-// attends, and an in-domain sample comes out as English about a dog on a beach. selfattention.test.mjs covers every control on the tiny fixture; this checks the trained weights
+// attends, the neuron view's table fits a phone, and an in-domain sample comes out as English about a dog on a beach. selfattention.test.mjs covers every control on the tiny fixture; this checks the trained weights
 // load and run in the browser.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -64,6 +64,13 @@ test('self-attention tab runs the shipped DE→EN Transformer as the Node module
   assert.ok(sie > 0, `no "▁sie" piece in ${expected.sourceTokens}`);
   await page.getByTestId('sa-focus').selectOption(String(sie));
   assert.match(await page.locator('#sa-readout').textContent(), /^“sie” attends most to/);
+  // On a phone the neuron view's table of the trained head (d_k = 32: two 32-entry strips a row) shows every
+  // column, ÷ √d_k and softmax included, without scrolling its box.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const box = await page.locator('#sa-neuron .neuron-scroll').evaluate((b) => ({ scroll: b.scrollWidth, client: b.clientWidth }));
+  assert.ok(box.client > 0 && box.client < 390, `the neuron view's box is ${box.client}px wide`);
+  assert.ok(box.scroll <= box.client, `the neuron table is ${box.scroll - box.client}px wider than its box on a phone`);
+  await page.setViewportSize({ width: 1100, height: 900 });
   // An in-domain sample (Multi30k describes photos) translates as a trained model should.
   await page.locator('#sa-samples .chip', { hasText: 'Ein Hund läuft am Strand.' }).click();
   await page.waitForFunction(() => /dog/i.test(document.getElementById('sa-output').textContent), null,
