@@ -9,6 +9,8 @@ engine runs. Each kind's keys and tensors are its schema module's docstring (att
     python3 -m attnlab.export translator --checkpoint CKPT ...    # rnn or transformer, from the checkpoint
     python3 -m attnlab.export caption --checkpoint /work/ckpt/captioner/best.pt [--member CKPT ...] --dtype q8_0 \\
         --out models/weights/captioner.q8_0.gguf
+    python3 -m attnlab.export caption-classifier --gguf models/weights/captioner.q8_0.gguf --dtype q8_0 \\
+        --out build/captioner.q8_0.gguf                        # the same file with the ImageNet classifier
     python3 -m attnlab.export mobilenet --dtype f16 --out build/mobilenet/mobilenet_v2.f16.gguf
     python3 -m attnlab.export speech --checkpoint /work/ckpt/speech-las/best.pt --dtype q8_0 \\
         --out models/weights/speech-las.q8_0.gguf
@@ -43,8 +45,15 @@ def export_translator(args, schema=None):
 def export_caption(args):
     counts = captioner.write([args.checkpoint] + args.member, args.dtype, args.out, args.root,
                              with_encoder=not args.no_encoder, encoder_dtype=args.encoder_dtype,
-                             no_repeat_ngram=args.no_repeat_ngram)
+                             no_repeat_ngram=args.no_repeat_ngram, classifier=args.classifier)
     report_written(args.out, counts, "decoder tensors")
+
+
+def export_caption_classifier(args):
+    if os.path.abspath(args.gguf) == os.path.abspath(args.out):
+        raise SystemExit("--out must be another file than --gguf")
+    added = captioner.add_classifier_to(args.gguf, args.out, args.dtype)
+    print(f"wrote {args.out}: {os.path.getsize(args.out) / 1e6:.2f} MB ({added / 1e6:.2f} MB of classifier)")
 
 
 def export_mobilenet(args):
@@ -94,7 +103,13 @@ def parser():
                    help="storage of the MobileNetV2 weights (default i8: the TFLite model's own integers)")
     p.add_argument("--no-repeat-ngram", type=int, default=0, metavar="N",
                    help="the engine's search never repeats a token n-gram of this size (0: off)")
+    p.add_argument("--classifier", action="store_true",
+                   help="also store MobileNetV2's ImageNet classifier (the engine's CaptionOptions::recognize)")
     p.add_argument("--root", default=ROOT)
+
+    p = kind("caption-classifier", "an exported captioner file with MobileNetV2's ImageNet classifier added "
+             "(attnlab.gguf.captioner.add_classifier_to)", export_caption_classifier, None, dtypes=("f16", "q8_0"))
+    p.add_argument("--gguf", required=True, help="the captioner file to copy")
 
     p = kind("mobilenet", "the MobileNetV2 encoder and its ImageNet classifier (attnlab.gguf.mobilenet)",
              export_mobilenet, None, dtypes=("f16", "q8_0", "f32", "i8"))

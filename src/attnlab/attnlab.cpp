@@ -140,6 +140,10 @@ Model Model::open(const std::string& path) {
 
 std::string Model::architecture() const { return impl_->architecture; }
 std::string Model::task() const { return impl_->task; }
+
+bool Model::recognizes_images() const {
+    return impl_->captioner.has_value() && impl_->captioner->has_encoder && impl_->captioner->encoder.has_classifier;
+}
 const gguf::File& Model::file() const { return impl_->file; }
 
 std::vector<std::pair<std::string, std::string>> Model::metadata() const {
@@ -450,6 +454,22 @@ Caption caption_grid(const models::Captioner& captioner, const text::Tokenizer& 
     return result;
 }
 
+// logits [classes] -> the kRecognizedClasses most probable classes, by softmax (ties: the lower index first).
+std::vector<Recognition> top_classes(const models::MobileNetV2& encoder, const Vector& logits) {
+    const int classes = int(logits.size());
+    std::vector<float> probability(logits.begin(), logits.end());
+    kernels::softmax_rows(1, classes, probability.data(), classes);
+    std::vector<int> order(classes);
+    for (int i = 0; i < classes; ++i) order[i] = i;
+    const int k = std::min(kRecognizedClasses, classes);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
+        return probability[a] > probability[b] || (probability[a] == probability[b] && a < b);
+    });
+    std::vector<Recognition> top;
+    for (int i = 0; i < k; ++i) top.push_back({encoder.labels[order[i]], order[i], probability[order[i]]});
+    return top;
+}
+
 }  // namespace
 
 Caption Model::caption(const uint8_t* rgba, int width, int height, const CaptionOptions& options) const {
@@ -463,8 +483,15 @@ Caption Model::caption(const uint8_t* rgba, int width, int height, const Caption
     check(m.captioner->has_encoder, "this captioner file has no image encoder (it was exported with --no-encoder)",
           ErrorKind::model);
     const std::size_t bytes = static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 4;
-    const Matrix grid = models::caption_encode(*m.captioner, rgba, bytes, width, height);
-    return caption_grid(*m.captioner, *m.target_tokenizer, grid, options);
+    check(!options.recognize || recognizes_images(),
+          "this captioner file has no ImageNet classifier, so it cannot say what the image encoder recognises "
+          "(recognize needs a file exported with it: models/captioner-flickr8k.md)",
+          ErrorKind::model);
+    const models::MobileNetOutput encoded =
+        models::caption_encode(*m.captioner, rgba, bytes, width, height, options.recognize);
+    Caption result = caption_grid(*m.captioner, *m.target_tokenizer, encoded.features, options);
+    if (options.recognize) result.recognized = top_classes(m.captioner->encoder, encoded.logits);
+    return result;
 }
 
 Caption Model::caption(const Image& image, const CaptionOptions& options) const {
@@ -477,6 +504,7 @@ Caption Model::caption_features(const float* features, int grid_cells, int featu
     const Impl& m = *impl_;
     check(m.captioner.has_value(), "this model (" + m.architecture + ") cannot caption images", ErrorKind::task);
     const models::CaptionerConfig& c = m.captioner->decoders.front().config;
+    check(!options.recognize, "recognize needs the image, not its encoder grid", ErrorKind::options);
     check(features != nullptr && grid_cells == c.grid() && feature_size == c.feature_size,
           "the captioner expects " + std::to_string(c.grid()) + " × " + std::to_string(c.feature_size) +
               " features, got " + std::to_string(grid_cells) + " × " + std::to_string(feature_size));

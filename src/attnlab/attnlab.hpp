@@ -128,7 +128,19 @@ struct CaptionOptions {
     int no_repeat_ngram = -1;   // 2..8: no token n-gram twice in a caption; 0: off; -1: the model's default
                                 // (attnlab.captioner.no_repeat_ngram)
     bool beam_tree = false;     // also return Caption::beam_tree
+    bool recognize = false;     // also return Caption::recognized (needs an image and a file with the encoder's
+                                // ImageNet classifier: Model::recognizes_images())
 };
+
+// One ImageNet class the image encoder sees in the picture.
+struct Recognition {
+    std::string label;          // the class name, e.g. "tabby, tabby cat"
+    int index = 0;              // 0..1000 (0 = "background"), MobileNetV2's output index
+    float probability = 0.0f;   // softmax over the 1001 logits
+};
+
+// How many classes CaptionOptions::recognize returns.
+constexpr int kRecognizedClasses = 5;
 
 struct Caption {
     std::string text;                          // the caption
@@ -140,6 +152,10 @@ struct Caption {
     int grid_height = 0;
     float log_probability = 0.0f;
     BeamTree beam_tree;                        // CaptionOptions::beam_tree only
+    // CaptionOptions::recognize only: the kRecognizedClasses most probable ImageNet classes of MobileNetV2's own
+    // classifier, computed in the same pass as the grid, most probable first. It says what the encoder sees, which
+    // the captioner (trained on Flickr8k alone) may have no words for.
+    std::vector<Recognition> recognized;
 };
 
 // Largest accepted input, in source tokens: longer inputs are rejected with a message instead of slowing to a
@@ -222,6 +238,7 @@ public:
 
     std::string architecture() const;  // general.architecture, e.g. "attnlab.bahdanau"
     std::string task() const;          // "translate", "caption" or "transcribe"
+    bool recognizes_images() const;    // a captioner whose file holds the encoder's ImageNet classifier
     // Metadata as key / printable value pairs, in file order (long arrays summarized).
     std::vector<std::pair<std::string, std::string>> metadata() const;
     const gguf::File& file() const;

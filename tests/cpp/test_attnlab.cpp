@@ -410,3 +410,50 @@ TEST_CASE("raw_scores: every Transformer attention's raw scores, whose softmax o
     CHECK(rnn.decoder_self_scores.empty());
     CHECK(rnn.encoder_self_scores.empty());
 }
+
+TEST_CASE("recognize: the captioner's image encoder names the ImageNet classes it sees, in the same pass") {
+    const Model captioner = Model::open(test::source_path("models/weights/captioner-flickr8k.q8_0.gguf"));
+    REQUIRE(captioner.recognizes_images());
+    const Image image = read_image(test::source_path("web/app/samples/cat.jpg"));
+    const Caption plain = captioner.caption(image);
+    CHECK(plain.recognized.empty());
+    CaptionOptions options;
+    options.recognize = true;
+    const Caption c = captioner.caption(image, options);
+    CHECK(c.ids == plain.ids);  // asking changes nothing else
+    CHECK(c.attention == plain.attention);
+    REQUIRE(c.recognized.size() == std::size_t(kRecognizedClasses));
+    MESSAGE("cat.jpg: " << c.recognized[0].label << " " << c.recognized[0].probability << ", " << c.recognized[1].label
+                        << " " << c.recognized[1].probability << "; caption: " << c.text);
+    CHECK(c.recognized.front().label.find("cat") != std::string::npos);
+    float sum = 0.0f;
+    for (std::size_t i = 0; i < c.recognized.size(); ++i) {
+        const Recognition& r = c.recognized[i];
+        CAPTURE(r.label);
+        CHECK(r.index >= 0);
+        CHECK(r.index <= 1000);
+        CHECK(r.probability > 0.0f);
+        if (i > 0) CHECK(r.probability <= c.recognized[i - 1].probability);
+        sum += r.probability;
+    }
+    CHECK(sum <= 1.0f + 1e-5f);
+    // The grid-only entry point has no image to classify.
+    std::vector<float> grid(std::size_t(49) * 1280, 0.0f);
+    try {
+        captioner.caption_features(grid.data(), 49, 1280, options);
+        FAIL("recognize without an image was accepted");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::options);
+    }
+    // The f16 7×7 file has no room for the classifier under the 25 MB limit: a clear refusal.
+    const Model f16 = Model::open(test::source_path("models/weights/captioner-flickr8k.f16.gguf"));
+    CHECK_FALSE(f16.recognizes_images());
+    try {
+        f16.caption(image, options);
+        FAIL("recognize on a file without the classifier was accepted");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::model);
+        CHECK(std::string(e.what()).find("classifier") != std::string::npos);
+    }
+    CHECK_FALSE(shipped_en_de().recognizes_images());
+}

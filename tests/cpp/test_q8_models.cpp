@@ -178,8 +178,8 @@ TEST_CASE("shipped q8_0 captioners: the f16 file's greedy words wherever the mar
             CaptionOptions options;
             options.no_repeat_ngram = 0;
             // Each file's own encoder makes its grid once; the public API decodes it as caption() would.
-            const Matrix grid_f16 = models::caption_encode(f16, rgba.data(), rgba.size(), width, height);
-            const Matrix grid_q8 = models::caption_encode(q8, rgba.data(), rgba.size(), width, height);
+            const Matrix grid_f16 = models::caption_encode(f16, rgba.data(), rgba.size(), width, height).features;
+            const Matrix grid_q8 = models::caption_encode(q8, rgba.data(), rgba.size(), width, height).features;
             const int cells = int(grid_f16.shape()[0]), feature_size = int(grid_f16.shape()[1]);
             const Caption reference = f16_model.caption_features(grid_f16.data(), cells, feature_size, options);
             const Caption quantized = q8_model.caption_features(grid_q8.data(), cells, feature_size, options);

@@ -161,3 +161,55 @@ class Conversion(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@needs(HAVE_DATA, "needs ../shared/data/mobilenet")
+class CaptionerClassifier(unittest.TestCase):
+    """attnlab.gguf.captioner.add_classifier_to: the shipped captioner plus MobileNetV2's classifier, everything
+    else copied byte for byte."""
+
+    def test_copy_keeps_every_value_and_tensor_and_adds_the_classifier(self):
+        from attnlab.gguf import captioner
+        from attnlab.gguf.reader import read_gguf_raw, read_gguf_tensors
+        from attnlab.gguf.writer import GGUFWriter
+        source = os.path.join(ROOT, "models", "weights", "captioner-flickr8k-14x14.q8_0.gguf")
+        kvs, tensors = read_gguf_raw(source)
+        with tempfile.TemporaryDirectory() as tmp:
+            # A file like the shipped one before it had the classifier: the same values and tensors, no classifier.
+            bare = os.path.join(tmp, "bare.gguf")
+            w = GGUFWriter(bare)
+            for key, type_name, element, value, payload in kvs:
+                if key == mobilenet.KEY + "labels":
+                    continue
+                if key == mobilenet.KEY + "has_classifier":
+                    w.add_bool(key, False)
+                else:
+                    w.copy_value(key, type_name, element, value, payload)
+            for tensor in tensors:
+                if ".classifier." not in tensor[0]:
+                    w.copy_tensor(*tensor)
+            w.write()
+            out = os.path.join(tmp, "with.gguf")
+            added = captioner.add_classifier_to(bare, out, "q8_0")
+            self.assertGreater(added, 1_000_000)
+            kvs_bare, tensors_bare = read_gguf_raw(bare)
+            kvs_out, tensors_out = read_gguf_raw(out)
+            copied = {t[0]: t for t in tensors_out}
+            for tensor in tensors_bare:
+                self.assertEqual(copied[tensor[0]], tensor)
+            values = {k: payload for k, _, _, _, payload in kvs_out}
+            for key, _, _, _, payload in kvs_bare:
+                if key != mobilenet.KEY + "has_classifier":
+                    self.assertEqual(values[key], payload, key)
+            meta, weights = read_gguf_tensors(out)
+            self.assertTrue(meta[mobilenet.KEY + "has_classifier"])
+            self.assertEqual(len(meta[mobilenet.KEY + "labels"]), 1001)
+            w_model = model().classifier.weight.detach().numpy()
+            stored = weights[meta[mobilenet.KEY + "tensor_prefix"] + "classifier.weight"]
+            self.assertEqual(stored.shape, w_model.shape)
+            self.assertLess(float(np.abs(stored - w_model).max()), float(np.abs(w_model).max()) / 127)
+            # The shipped file is exactly this copy of its bare self.
+            with open(out, "rb") as a, open(source, "rb") as b:
+                self.assertEqual(a.read(), b.read())
+            with self.assertRaises(SystemExit):
+                captioner.add_classifier_to(out, os.path.join(tmp, "again.gguf"), "q8_0")

@@ -12,6 +12,11 @@ the training features came from, in half the bytes of f16); "same" follows --dty
 A decoder with learned initial states (Config.init_from_image False) has zero, frozen init_h.weight / init_c.weight:
 they are left out, and h_0 = tanh(init_h.bias), c_0 = tanh(init_c.bias).
 
+--classifier also stores MobileNetV2's ImageNet classifier, at --dtype (f16 or q8_0; 2.6 or 1.4 MB): what the image
+encoder recognises, which the Caption tab shows next to a caption from a captioner that knows only Flickr8k. An
+exported file gets it without re-exporting its decoders (`python3 -m attnlab.export caption-classifier --gguf IN
+--dtype q8_0 --out OUT`: add_classifier_to copies every value and tensor byte for byte).
+
 --checkpoint (and --member) may also be an exported single-decoder captioner GGUF file: its decoder weights (as
 stored, e.g. f16) are re-exported with this run's options, as when a file shipped before --encoder-dtype or
 --no-repeat-ngram existed and its checkpoint is gone (load_source).
@@ -44,6 +49,9 @@ Metadata keys:
     attnlab.captioner.encoder              "mobilenet_v2": tensors "encoder.layers.*", keys attnlab.mobilenet.*
                                            (attnlab.gguf.mobilenet; its feature_layer gives the grid)
     attnlab.captioner.feature_layer        which encoder layer the grid comes from (e.g. "last")
+    attnlab.mobilenet.has_classifier       true when the file also holds MobileNetV2's ImageNet classifier
+                                           (encoder.classifier.*, attnlab.mobilenet.labels): the engine then says
+                                           what the encoder recognises in the same pass (CaptionOptions::recognize)
     attnlab.training_seconds / attnlab.dev_bleu4   for the model card
     tokenizer.target.*                     attnlab.gguf.tokenizer (flickr8k.en)
 """
@@ -54,8 +62,9 @@ import torch
 from attnlab.data.flickr8k import TOKENIZER_PATH
 from attnlab.gguf.common import (add_model_identity, add_state_dict, add_training_metadata, check_export_dtype,
                                  is_gguf, load_gguf_weights)
+from attnlab.gguf import mobilenet
 from attnlab.gguf.mobilenet import add_mobilenet
-from attnlab.gguf.reader import read_gguf_tensors
+from attnlab.gguf.reader import read_gguf_raw, read_gguf_tensors
 from attnlab.gguf.tokenizer import add_tokenizer, read_spm_model
 from attnlab.gguf.writer import GGUFWriter
 from attnlab.nn import mobilenet_v2 as mnv2
@@ -134,7 +143,8 @@ def load_source(path, root=ROOT):
                      "name": meta.get("general.name", "show-attend-tell-flickr8k")}}
 
 
-def write(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype="i8", no_repeat_ngram=0):
+def write(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype="i8", no_repeat_ngram=0,
+          classifier=False):
     """checkpoints: one path, or several whose decoders form an ensemble (attnlab.nn.show_attend_tell's Ensemble).
     encoder_dtype: "i8" (the TFLite integers), or f16 / q8_0 / f32 ("same": dtype)."""
     check_export_dtype(dtype)
@@ -170,7 +180,8 @@ def write(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype="
     if with_encoder:
         w.add_string(p + "encoder", "mobilenet_v2")
         layer = {49: mnv2.FEATURE_LAYER_7, 196: mnv2.FEATURE_LAYER_14}[models[0].cfg.grid]
-        add_mobilenet(w, prefix=ENCODER_PREFIX, dtype=encoder_dtype, feature_layer=layer)
+        add_mobilenet(w, prefix=ENCODER_PREFIX, dtype=encoder_dtype, feature_layer=layer, classifier=classifier,
+                      classifier_dtype=dtype)
     # An ensemble's training time is its members' total; its dev score is not any member's, so none is written.
     if len(loaded) > 1:
         state = {"train_seconds": sum(ck.get("state", {}).get("train_seconds", 0.0) for ck in loaded)}
@@ -178,6 +189,31 @@ def write(checkpoints, dtype, out, root=ROOT, with_encoder=True, encoder_dtype="
     add_tokenizer(w, os.path.join(root, meta["spm"]), "target")
     w.write()
     return counts
+
+
+def add_classifier_to(path, out, dtype):
+    """Copy captioner file `path` to `out` with MobileNetV2's ImageNet classifier added (stored as dtype); every
+    other value and tensor is copied byte for byte. Returns the added bytes."""
+    kvs, tensors = read_gguf_raw(path)
+    meta = {key: value for key, _, _, value, _ in kvs}
+    if meta.get("general.architecture") != ARCH:
+        raise SystemExit(f"{path} is not a captioner ({meta.get('general.architecture')})")
+    if meta.get(ARCH + ".encoder") != "mobilenet_v2":
+        raise SystemExit(f"{path} has no image encoder (exported with --no-encoder)")
+    if meta.get(mobilenet.KEY + "has_classifier"):
+        raise SystemExit(f"{path} already holds the classifier")
+    w = GGUFWriter(out)
+    for key, type_name, element, value, payload in kvs:
+        if key != mobilenet.KEY + "has_classifier":
+            w.copy_value(key, type_name, element, value, payload)
+    for tensor in tensors:
+        w.copy_tensor(*tensor)
+    before = sum(len(t[3]) for t in tensors)
+    w.add_bool(mobilenet.KEY + "has_classifier", True)
+    mobilenet.add_classifier(w, mnv2.load_mobilenet_v2(), meta[mobilenet.KEY + "tensor_prefix"], dtype)
+    added = sum(n for *_, n in w.tensor_table()) - before
+    w.write()
+    return added
 
 
 def load(path):

@@ -64,10 +64,11 @@ def weight_dtype(array, dtype):
 
 
 def add_mobilenet(writer, model=None, prefix="encoder.", dtype="f16", classifier=False,
-                  feature_layer=mnv2.FEATURE_LAYER_7, quantized=None, input_size=mnv2.INPUT_SIZE):
+                  feature_layer=mnv2.FEATURE_LAYER_7, quantized=None, input_size=mnv2.INPUT_SIZE, classifier_dtype=None):
     """Add the encoder's tensors and attnlab.mobilenet.* metadata to an open GGUFWriter. Returns the model.
     dtype "i8" stores `quantized`, one (uint8 weight in the TFLite layout, scale, zero point) per layer, which must
-    dequantize to `model`'s weights exactly; by default the TFLite file's, for the TFLite model (model None)."""
+    dequantize to `model`'s weights exactly; by default the TFLite file's, for the TFLite model (model None).
+    classifier_dtype: the classifier's storage (default: as dtype gives it, f16 for i8)."""
     if quantized is not None and dtype != "i8":
         raise ValueError("integer weights are stored only with dtype i8")
     if dtype == "i8" and quantized is None:
@@ -114,11 +115,17 @@ def add_mobilenet(writer, model=None, prefix="encoder.", dtype="f16", classifier
         writer.add_array(KEY + "weight_zero_point", [zero_point - 128 for _, _, zero_point in quantized], "int32")
     writer.add_bool(KEY + "has_classifier", bool(classifier))
     if classifier:
-        w = model.classifier.weight.detach().cpu().numpy()
-        writer.add_tensor(f"{prefix}classifier.weight", w, dtype=weight_dtype(w, dtype))
-        writer.add_tensor(f"{prefix}classifier.bias", model.classifier.bias.detach().cpu().numpy(), dtype="f32")
-        writer.add_array(KEY + "labels", tflite_mobilenet.read_labels(), "string")
+        add_classifier(writer, model, prefix, classifier_dtype or dtype)
     return model
+
+
+def add_classifier(writer, model, prefix, dtype):
+    """The ImageNet classifier's tensors ({prefix}classifier.*) and attnlab.mobilenet.labels; the caller writes
+    attnlab.mobilenet.has_classifier."""
+    w = model.classifier.weight.detach().cpu().numpy()
+    writer.add_tensor(f"{prefix}classifier.weight", w, dtype=weight_dtype(w, dtype))
+    writer.add_tensor(f"{prefix}classifier.bias", model.classifier.bias.detach().cpu().numpy(), dtype="f32")
+    writer.add_array(KEY + "labels", tflite_mobilenet.read_labels(), "string")
 
 
 def write(path, dtype="f16", classifier=True, prefix="encoder.", model=None):

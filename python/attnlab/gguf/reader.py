@@ -67,6 +67,50 @@ def read_gguf(path):
     return version, kvs, tensors, align_offset(c.pos, alignment), data
 
 
+def tensor_bytes(type_name, dims):
+    """Bytes a tensor of this ggml type and dims takes in the data section."""
+    count = int(np.prod(dims))
+    if type_name == "q8_0":
+        return count // QK8_0 * (2 + QK8_0)
+    return count * {"f32": 4, "f16": 2, "i8": 1}[type_name]
+
+
+def read_gguf_raw(path):
+    """-> ([(key, type name, element type name or None, value, payload bytes)], [(name, type name, dims, bytes)]):
+    every value and tensor as stored, so a file can be copied with changes (GGUFWriter.copy_value / copy_tensor)
+    without widening or requantizing anything."""
+    with open(path, "rb") as f:
+        data = f.read()
+    c = _Cursor(data)
+    if c.take(4) != GGUF_MAGIC:
+        raise ValueError(f"{path}: not a GGUF file")
+    _, n_tensors, n_kv = c.unpack("<I"), c.unpack("<Q"), c.unpack("<Q")
+    kvs = []
+    for _ in range(n_kv):
+        key, type_id = c.string(), c.unpack("<I")
+        start = c.pos
+        element = VALUE_TYPE_NAMES.get(struct.unpack_from("<I", data, start)[0]) if \
+            VALUE_TYPE_NAMES.get(type_id) == "array" else None
+        value = c.value(type_id)
+        kvs.append((key, VALUE_TYPE_NAMES[type_id], element, value, data[start:c.pos]))
+    infos = []
+    for _ in range(n_tensors):
+        name, n_dims = c.string(), c.unpack("<I")
+        dims = [c.unpack("<Q") for _ in range(n_dims)]
+        type_id, offset = c.unpack("<I"), c.unpack("<Q")
+        infos.append((name, TENSOR_TYPE_NAMES[type_id], dims, offset))
+    alignment = next((v for k, _, _, v, _ in kvs if k == "general.alignment"), DEFAULT_ALIGNMENT)
+    data_start = align_offset(c.pos, alignment)
+    tensors = []
+    for name, type_name, dims, offset in infos:
+        start = data_start + offset
+        end = start + tensor_bytes(type_name, dims)
+        if end > len(data):
+            raise ValueError(f"{path}: tensor {name} runs past the end of the file")
+        tensors.append((name, type_name, dims, data[start:end]))
+    return kvs, tensors
+
+
 def read_gguf_tensors(path):
     """-> ({key: value}, {name: float32 array in PyTorch (row-major) shape}); f16 and q8_0 are widened exactly as
     the C++ engine reads them, so PyTorch can run the very weights the engine runs. i8 tensors come back as their

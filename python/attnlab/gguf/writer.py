@@ -167,7 +167,19 @@ class GGUFWriter:
             values = values.reshape(-1).tolist()
         self._add(key, "array", list(values), element_type=elem_type)
 
+    def copy_value(self, key, type_name, element_type, value, payload):
+        """A value as attnlab.gguf.reader.read_gguf_raw returns it, stored byte for byte."""
+        if key in self._kv:
+            raise ValueError(f"metadata key '{key}' was already added")
+        self._kv[key] = (type_name, element_type, value, payload)
+
     # --- tensors --------------------------------------------------------------------------------
+    def copy_tensor(self, name, type_name, dims, data):
+        """A tensor as attnlab.gguf.reader.read_gguf_raw returns it (ggml dims, innermost first), byte for byte."""
+        if name in self._tensors:
+            raise ValueError(f"tensor '{name}' was already added")
+        self._tensors[name] = (TENSOR_TYPES[type_name], tuple(dims), bytes(data))
+
     def add_tensor(self, name, array, dtype="f32"):
         """array: numpy (or anything np.asarray takes), row-major, PyTorch shape."""
         if dtype not in TENSOR_TYPES:

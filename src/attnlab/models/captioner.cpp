@@ -294,12 +294,12 @@ Captioner load_captioner(const gguf::File& file) {
     return out;
 }
 
-Matrix caption_encode(const Captioner& captioner, const uint8_t* rgba, std::size_t byte_count, int width, int height) {
+MobileNetOutput caption_encode(const Captioner& captioner, const uint8_t* rgba, std::size_t byte_count, int width,
+                               int height, bool with_logits) {
     check(captioner.has_encoder, "this captioner file has no image encoder (it was exported with --no-encoder)");
     image::validate_rgba(byte_count, width, height);
     const Tensor3 input = image::preprocess_rgba(rgba, byte_count, width, height, captioner.encoder.input_size);
-    MobileNetOutput encoded = mobilenet_forward(captioner.encoder, input);
-    return std::move(encoded.features);
+    return mobilenet_forward(captioner.encoder, input, with_logits);
 }
 
 }  // namespace attnlab::models

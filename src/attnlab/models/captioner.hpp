@@ -128,8 +128,10 @@ struct Captioner {
 // Checks that the encoder's feature grid is the decoder's [G, C] (at the encoder's input size).
 Captioner load_captioner(const gguf::File& file);
 
-// rgba [height, width, 4] bytes (any size) -> preprocess (image::preprocess_rgba) -> encoder grid [G, C].
+// rgba [height, width, 4] bytes (any size) -> preprocess (image::preprocess_rgba) -> encoder grid [G, C]
+// (+ the classifier's logits [1001] when with_logits and the encoder has its classifier).
 // Throws attnlab::Error when the file has no encoder or the image size / byte count is bad.
-Matrix caption_encode(const Captioner& captioner, const uint8_t* rgba, std::size_t byte_count, int width, int height);
+MobileNetOutput caption_encode(const Captioner& captioner, const uint8_t* rgba, std::size_t byte_count, int width,
+                               int height, bool with_logits = false);
 
 }  // namespace attnlab::models
