@@ -4,7 +4,8 @@
 // character drawn under the spectrogram; recording from the fake microphone moves the level meter and transcribes
 // when stopped (the microphone is released); without the permission the tab says so; no request leaves the origin.
 // At 1280×800 and 390×844 the search tree under the stepper is the Node module's beamTree (every node, the
-// winner's path spelling the transcript, the joint score in the caption and the tooltips), inside the phone's width.
+// winner's path spelling the transcript, the joint score in the caption and the tooltips), inside the phone's width;
+// the attention figure has its legends, a cell's numbers on hover or tap, and its PNG / SVG / JSON export.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -15,7 +16,16 @@ import { loadModel } from '../../web/lib/index.mjs';
 import { repoRoot } from '../js/fixture_model.mjs';
 import { CHROMIUM_ARGS, offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
-import { WIDTHS, isPhone, newPage, pageFits, tap } from './page_helpers.mjs';
+import { WIDTHS, close, copiedJson, downloadOf, isPhone, newPage, pageFits, row, tap } from './page_helpers.mjs';
+
+// A real touch tap at a point of the page (client pixels).
+async function tapAt(page, point) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Emulation.setTouchEmulationEnabled', { enabled: true, maxTouchPoints: 1 });
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [point] });
+  await cdp.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+  await cdp.detach();
+}
 
 const cli = process.env.ATTNLAB_CLI ?? join(repoRoot, 'build/native/attnlab');
 const manifest = JSON.parse(readFileSync(join(repoRoot, 'models/manifest.json'), 'utf8'));
@@ -169,6 +179,43 @@ for (const viewport of WIDTHS) {
       const box = await answer.boundingBox();
       assert.ok(box && box.width > 0 && box.height > 0);
       if (isPhone(viewport)) assert.ok(await pageFits(p), 'the page is wider than the phone');
+
+      // The attention figure: a legend for each colour scale, a cell's numbers under the pointer (a tap on a
+      // phone) from the module's weights and raw scores, and its export: the JSON is the module's numbers, the SVG
+      // and PNG files are written.
+      assert.equal(await p.locator('#sp-tools [data-testid="legend"]').count(), 2);
+      const i = 1;
+      const weights = row(expected.attention, i);
+      const j = weights.indexOf(Math.max(...weights));
+      const point = await p.evaluate(([r, c]) => {
+        const canvas = document.getElementById('sp-attention');
+        const x = 28 + (c + 0.5) * 12;  // LABEL_PX + frame × 4 spectrogram frames × 3 px
+        document.getElementById('sp-figure').scrollLeft = Math.max(0, x - 100);
+        canvas.scrollIntoView({ block: 'center' });
+        const rect = canvas.getBoundingClientRect();
+        return { x: rect.left + x, y: rect.top + (r + 0.5) * 14 };
+      }, [i, j]);
+      if (isPhone(viewport)) await tapAt(p, point);
+      else await p.mouse.move(point.x, point.y);
+      await p.getByTestId('figure-tip').waitFor({ state: 'visible' });
+      const cellTip = await p.getByTestId('figure-tip').textContent();
+      const score = expected.scores.data[i * expected.scores.cols + j];
+      assert.ok(cellTip.startsWith(`“${expected.characters[i] === ' ' ? '␣' : expected.characters[i]}” (character 2) → frame ${j + 1}`), cellTip);
+      assert.ok(cellTip.includes(`weight ${weights[j].toFixed(3)}`) && cellTip.includes('rank 1 of') &&
+                cellTip.includes(`raw score ${score.toFixed(3)}`), cellTip);
+      await p.keyboard.press('Escape');
+      await site.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: site.origin });
+      const json = await copiedJson(p, '#sp-tools');
+      assert.equal(json.text, expected.text);
+      assert.equal(json.attention.length, expected.attention.rows);
+      json.attention.forEach((r, k) => r.forEach((w, c) => close(w, expected.attention.data[k * expected.attention.cols + c], `attention [${k}][${c}]`)));
+      close(json.scores[i][j], score, 'raw score', 1e-3);
+      const svg = await downloadOf(p, p.locator('#sp-tools [data-testid="export-svg"]'));
+      assert.match(svg.name, /speech-attention\.svg$/);
+      assert.match(svg.bytes.toString('utf8'), /^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+      const png = await downloadOf(p, p.locator('#sp-tools [data-testid="export-png"]'));
+      assert.match(png.name, /\.png$/);
+      assert.deepEqual([...png.bytes.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
       assert.deepEqual(errors, []);
     } finally {
       await p.close();

@@ -13,6 +13,7 @@ import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { modelControls } from '/app/widgets/model_controls.mjs';
 import { enableTab } from '/app/widgets/tablist.mjs';
 import { drawBeamTree, drawStepper, winningPath } from '/app/widgets/decoding.mjs';
+import { canvasToPng, exportBar, heatmapSvg, hideTip, legend, matrixRows, showTip, weightLines } from '/app/widgets/figure.mjs';
 
 const SAMPLES_URL = '/app/samples/speech/speech.json';
 const SAMPLES_BASE = '/app/samples/speech/';
@@ -101,6 +102,7 @@ function buildPanel(panel) {
         el('canvas', { attrs: { id: 'sp-attention', 'data-testid': 'sp-attention', role: 'img', 'aria-label': 'Attention of every character over the audio frames' } }),
       ]),
       el('p', { className: 'muted small', attrs: { id: 'sp-readout', 'data-testid': 'sp-readout', 'aria-live': 'polite' } }),
+      el('div', { className: 'figure-tools', attrs: { id: 'sp-tools', 'data-testid': 'sp-tools' } }),
     ]),
   );
   // Through the CSSOM: the page's CSP refuses style attributes (and style.css belongs to the other tabs' layout).
@@ -283,14 +285,68 @@ function render(t, beam) {
     return node;
   }));
   const attention = byId('sp-attention');
-  attention.onpointermove = (event) => {
+  attention.onpointermove = attention.onpointerdown = (event) => {
     const rect = attention.getBoundingClientRect();
     const i = Math.floor((event.clientY - rect.top) / ROW_PX);
+    const j = Math.floor((event.clientX - rect.left - LABEL_PX) / (FRAMES_PER_ATTENTION_FRAME * SPEC_PX));
     if (i >= 0 && i < t.characters.length && i !== view.selected) select(i);
+    // The numbers behind the cell under the pointer (a tap is a pointer event too, so touch gets them).
+    if (i >= 0 && i < t.characters.length && j >= 0 && j < t.attention.cols) {
+      showTip(attention, cellLines(t, i, j), { point: { x: event.clientX, y: event.clientY }, pin: event.pointerType === 'touch' });
+    } else {
+      hideTip(attention);
+    }
   };
+  attention.onpointerleave = () => hideTip(attention);
   attention.onclick = () => play(view.selected);
   select(t.characters.length ? 0 : -1);
+  drawTools(t, beam);
   drawSteps(t, beam);
+}
+
+// The tooltip of attention cell (character i, encoder frame j): the weight, the raw location-aware score, rank and
+// the row's entropy, and the 40 ms of audio the frame covers.
+function cellLines(t, i, j) {
+  const row = matrixRow(t.attention, i);
+  const score = t.scores ? t.scores.data[i * t.scores.cols + j] : null;
+  const from = j * t.frameSeconds;
+  return [`“${charLabel(t.characters[i])}” (character ${i + 1}) → frame ${j + 1}, ${from.toFixed(2)}–${(from + t.frameSeconds).toFixed(2)} s`,
+          ...weightLines(row, j, { score, rowName: 'character’s row', scoreMeaning: 'location-aware, before the softmax' })];
+}
+
+// The figure's legends (both colour scales) and its export bar: PNG of the spectrogram over the attention as drawn,
+// SVG of the attention grid, JSON of the engine's numbers.
+function drawTools(t, beam) {
+  const name = () => `attnlab-${currentEntry()?.id}-speech-attention`;
+  const frameLabel = (j) => `${(j * t.frameSeconds).toFixed(2)} s`;
+  byId('sp-tools').replaceChildren(
+    legend({ stops: [0, 0.25, 0.5, 0.75, 1].map((v) => `rgb(${ramp(v).join(', ')})`).join(', '),
+             low: 'quiet', high: 'loud', meaning: 'spectrogram: log-mel energy of each 10 ms frame and band' }),
+    legend({ from: 'rgba(194, 65, 12, 0)', to: 'rgb(194, 65, 12)', low: '0', high: 'peak',
+             meaning: 'attention: each character\'s weight over the 40 ms frames, relative to its strongest frame (each row sums to 1)' }),
+    exportBar({ name, label: 'speech attention', png: () => canvasToPng(stackedCanvas()),
+                svg: () => heatmapSvg({ rowLabels: t.characters.map(charLabel), colLabels: Array.from({ length: t.attention.cols }, (_, j) => frameLabel(j)),
+                                        weights: t.attention.data, rows: t.attention.rows, cols: t.attention.cols, colour: '194, 65, 12',
+                                        title: `“${t.text}”: where each character listened`, cell: 10 }),
+                json: () => ({ model: currentEntry()?.id, text: t.text, characters: t.characters, beam, ctcWeight: t.ctcWeight,
+                               frameSeconds: t.frameSeconds, attention: matrixRows(t.attention),
+                               ...(t.scores ? { scores: matrixRows(t.scores, 4) } : {}) }) }),
+  );
+}
+
+// The spectrogram above the attention, one canvas, at the backing stores' resolution.
+function stackedCanvas() {
+  const top = byId('sp-spectrogram');
+  const bottom = byId('sp-attention');
+  const canvas = document.createElement('canvas');
+  canvas.width = Math.max(top.width, bottom.width);
+  canvas.height = top.height + bottom.height;
+  const context = canvas.getContext('2d');
+  context.fillStyle = '#fff';
+  context.fillRect(0, 0, canvas.width, canvas.height);
+  context.drawImage(top, 0, 0);
+  context.drawImage(bottom, 0, top.height);
+  return canvas;
 }
 
 // What the tree's numbers are: the nodes' log p and Σ log p are the attention decoder's, but with a CTC weight
