@@ -325,6 +325,75 @@ TEST_CASE("quantize_q8_0 matches a hand-computed block") {
     CHECK_THROWS_AS(k::quantize_q8_0(x.data(), 33, nullptr), attnlab::Error);
 }
 
+// The vectorized activation quantizer must give quantize_q8_0's bits: blocks built to hit every branch of its rule
+// (ties at ±k.5 with d = 1, NaN and infinities, zero, subnormal and huge scales, values that round past ±127).
+TEST_CASE("quantize_activations_q8 is quantize_q8_0, bit for bit, on ties, NaN, infinities and extreme scales") {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    std::vector<std::vector<float>> blocks;
+    {
+        std::vector<float> ties(32);  // amax 127: d = 1 exactly, so x·id is x and every .5 is a tie
+        const float values[] = {127.0f, 0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 126.5f, -126.5f, 0.49999997f,
+                                -0.49999997f, 0.50000006f, -0.0f, 0.0f, 63.5f, -63.5f};
+        for (int j = 0; j < 32; ++j) ties[j] = j < 16 ? values[j] : -values[j - 16] * 0.999f;
+        blocks.push_back(ties);
+    }
+    blocks.push_back(std::vector<float>(32, 0.0f));
+    blocks.push_back(std::vector<float>(32, nan));
+    {
+        std::vector<float> b = random_vector(32, 11);
+        b[3] = nan;  // skipped by the maximum, quantized to 0
+        b[9] = -nan;
+        blocks.push_back(b);
+        b[5] = inf;  // d = inf, id = 0: every value 0, inf·0 NaN -> 0
+        blocks.push_back(b);
+        b[5] = -inf;
+        blocks.push_back(b);
+    }
+    {
+        std::vector<float> b(32);
+        for (int j = 0; j < 32; ++j) b[j] = (j % 2 ? -1.0f : 1.0f) * 1e-40f * float(j + 1);  // subnormal amax: 1/d = inf
+        blocks.push_back(b);
+        for (int j = 0; j < 32; ++j) b[j] = (j % 3 ? -3e38f : 1e38f) * float(j % 5) / 4.0f;  // near FLT_MAX
+        blocks.push_back(b);
+        b[0] = 1e-45f;
+        b[1] = -1e-45f;
+        blocks.push_back(b);
+    }
+    for (unsigned seed = 0; seed < 64; ++seed) {  // random scales and values, including many x·id near k + 0.5
+        auto b = random_vector(32, 100 + seed);
+        const float scale = std::ldexp(1.0f, int(seed % 40) - 20);
+        for (float& v : b) v *= scale;
+        if (seed % 4 == 0)
+            for (int j = 0; j < 32; ++j) b[j] = (float(int(b[j] * 254.0f / scale)) + 0.5f) * scale / 2.0f;
+        blocks.push_back(b);
+    }
+    const int n = int(blocks.size()) * 32;
+    const int rows = 3, ldx = n + 7;  // rows in turn: the blocks rotated, and a padded stride
+    std::vector<float> x((size_t)rows * ldx, 12345.0f);
+    for (int r = 0; r < rows; ++r)
+        for (int b = 0; b < int(blocks.size()); ++b)
+            std::copy(blocks[(b + r) % blocks.size()].begin(), blocks[(b + r) % blocks.size()].end(),
+                      x.begin() + (size_t)r * ldx + (size_t)b * 32);
+    std::vector<int16_t> values((size_t)rows * n);
+    std::vector<float> scales((size_t)rows * (n / 32));
+    k::quantize_activations_q8(rows, n, x.data(), ldx, values.data(), scales.data());
+    int mismatches = 0;
+    for (int r = 0; r < rows; ++r) {
+        std::vector<k::BlockQ8_0> expected(n / 32);
+        k::quantize_q8_0(x.data() + (size_t)r * ldx, n, expected.data());
+        for (int b = 0; b < n / 32; ++b) {
+            const float want = k::f16_to_f32(expected[b].scale), got = scales[(size_t)r * (n / 32) + b];
+            if (std::memcmp(&want, &got, sizeof want) != 0) ++mismatches;
+            for (int j = 0; j < 32; ++j)
+                if (values[(size_t)r * n + b * 32 + j] != expected[b].q[j]) ++mismatches;
+        }
+    }
+    CHECK(mismatches == 0);
+    CHECK(values[1] == 1);   // 0.5 rounds away from zero (SIMD128's nearest would give 0)
+    CHECK(values[6] == -3);  // -2.5
+    CHECK_THROWS_AS(k::quantize_activations_q8(1, 48, x.data(), 48, values.data(), scales.data()), attnlab::Error);
+}
+
 TEST_CASE("gemv_f16 matches gemv on the widened weights, any shape") {
     for (int M : {1, 3, 4, 5, 17, 64}) {
         for (int N : {1, 7, 8, 16, 33, 256}) {

@@ -246,6 +246,26 @@ void gemm_nt_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B
         ATTNLAB_DISPATCH(gemm_nt_q8(M, end - begin, K, A, lda, B + (size_t)begin * blocks, C + begin, ldc, accumulate))
     });
 }
+namespace {
+
+// The activations of one int8 product, quantized once on the calling thread before the pool splits the weight
+// rows: each piece used to quantize all of them again, which at a paragraph's 32 rows cost as much as its share
+// of the product and made 2 threads slower than 1 (docs/performance.md, "Q8_0 and threads").
+struct QuantizedRows {
+    std::vector<int16_t> values;
+    std::vector<float> scales;
+};
+
+QuantizedRows& quantize_rows(int rows, int K, const float* A, int lda) {
+    thread_local QuantizedRows q;  // the caller's; a parallel call does not re-enter itself on one thread
+    q.values.resize((size_t)rows * K);
+    q.scales.resize((size_t)rows * (K / kQ8BlockSize));
+    quantize_activations_q8(rows, K, A, lda, q.values.data(), q.scales.data());
+    return q;
+}
+
+}  // namespace
+
 void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc, bool accumulate,
                    const float* scales4) {
     if (!valid_sizes(M, N, K) || K % kQ8BlockSize != 0 || lda < K || ldc < N) {
@@ -253,9 +273,11 @@ void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0
     }
     active();
     const int blocks = K / kQ8BlockSize;
+    const QuantizedRows& q = quantize_rows(M, K, A, lda);
     parallel::parallel_for(N, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
-        ATTNLAB_DISPATCH(gemm_nt_q8_q8(M, end - begin, K, A, lda, B + (size_t)begin * blocks, C + begin, ldc,
-                                       accumulate, scales4 ? scales4 + (size_t)begin * blocks : nullptr))
+        ATTNLAB_DISPATCH(gemm_q8_q8_quantized(M, end - begin, K, q.values.data(), q.scales.data(),
+                                              B + (size_t)begin * blocks, C + begin, ldc, accumulate,
+                                              scales4 ? scales4 + (size_t)begin * blocks : nullptr))
     });
 }
 void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
@@ -315,17 +337,25 @@ void gemv_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool ac
         ATTNLAB_DISPATCH(gemv_q8(end - begin, N, W + (size_t)begin * blocks, x, y + begin, accumulate))
     });
 }
-// Every piece quantizes x again (the same rounding each time): N operations against its share of M·N.
 void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate, const float* scales4) {
     if (!valid_sizes(M, N) || N % kQ8BlockSize != 0) {
         ATTNLAB_DISPATCH(gemv_q8_q8(M, N, W, x, y, accumulate, scales4))
     }
     active();
     const int blocks = N / kQ8BlockSize;
+    const QuantizedRows& q = quantize_rows(1, N, x, N);
     parallel::parallel_for(M, kSplitGrain, work_of(M, N), [&](int begin, int end) {
-        ATTNLAB_DISPATCH(gemv_q8_q8(end - begin, N, W + (size_t)begin * blocks, x, y + begin, accumulate,
-                                    scales4 ? scales4 + (size_t)begin * blocks : nullptr))
+        ATTNLAB_DISPATCH(gemm_q8_q8_quantized(1, end - begin, N, q.values.data(), q.scales.data(),
+                                              W + (size_t)begin * blocks, y + begin, end - begin, accumulate,
+                                              scales4 ? scales4 + (size_t)begin * blocks : nullptr))
     });
+}
+void quantize_activations_q8(int rows, int n, const float* x, int ldx, int16_t* values, float* scales) {
+    ATTNLAB_DISPATCH(quantize_activations_q8(rows, n, x, ldx, values, scales))
+}
+void gemm_q8_q8_quantized(int M, int N, int K, const int16_t* values, const float* xscales, const BlockQ8_0* B,
+                          float* C, int ldc, bool accumulate, const float* scales4) {
+    ATTNLAB_DISPATCH(gemm_q8_q8_quantized(M, N, K, values, xscales, B, C, ldc, accumulate, scales4))
 }
 void bias_act(int rows, int cols, float* y, int ldy, const float* bias, Activation act) {
     ATTNLAB_DISPATCH(bias_act(rows, cols, y, ldy, bias, act))

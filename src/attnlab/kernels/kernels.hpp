@@ -99,6 +99,14 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
     /* The block scales of a Q8_0 matrix W [M, N] as floats, grouped the way gemv_q8_q8 reads them: rows   \
        in fours, [ceil(M/4), N/32, 4] (lane r = row 4·g + r; lanes past M are 0). Throws when N % 32 != 0. */\
     std::vector<float> q8_scales_by4(const BlockQ8_0* W, int M, int N);                                   \
+    /* rows of x [rows, n] (row stride ldx, n % 32 == 0) quantized to Q8_0 exactly as quantize_q8_0 does,   \
+       widened: values [rows, n] int16, scales [rows, n/32] (each the float of the stored half). What        \
+       gemv_q8_q8 / gemm_nt_q8_q8 do first; the dispatcher does it once per call, before the pool splits. */ \
+    void quantize_activations_q8(int rows, int n, const float* x, int ldx, int16_t* values, float* scales); \
+    /* gemm_nt_q8_q8 on activations quantize_activations_q8 made (values, xscales of M rows of K):          \
+       row i of C is exactly gemv_q8_q8's for row i. */                                                    \
+    void gemm_q8_q8_quantized(int M, int N, int K, const int16_t* values, const float* xscales,          \
+                              const BlockQ8_0* B, float* C, int ldc, bool accumulate, const float* scales4); \
     /* Whether F16 weights should stay halves in memory (nn::Linear::weight_f16): where the target converts \
        halves in one instruction per vector (F16C), a batch-1 step then reads half the bytes               \
        (bench_kernels gemv_512x2048: 40.7 GFLOP/s with halves, 15.2 with floats; docs/performance.md). Not  \
