@@ -5,7 +5,8 @@
 // when stopped (the microphone is released); without the permission the tab says so; no request leaves the origin.
 // At 1280×800 and 390×844 the search tree under the stepper is the Node module's beamTree (every node, the
 // winner's path spelling the transcript, the joint score in the caption and the tooltips), inside the phone's width;
-// the attention figure has its legends, a cell's numbers on hover or tap, and its PNG / SVG / JSON export.
+// the attention figure has its legends, a cell's numbers on hover or tap, and its PNG / SVG / JSON export; the URL
+// reopens model, beam, sample clip and character, and a new beam runs the clip again.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -216,6 +217,27 @@ for (const viewport of WIDTHS) {
       const png = await downloadOf(p, p.locator('#sp-tools [data-testid="export-png"]'));
       assert.match(png.name, /\.png$/);
       assert.deepEqual([...png.bytes.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+
+      // The URL names the model, beam, sample and character; a new page on it transcribes the same clip and
+      // selects that character; a new beam there runs the clip again at that beam.
+      await p.locator('#sp-chars button').nth(2).focus();
+      const hash = new URLSearchParams(new URL(p.url()).hash.slice(1));
+      assert.deepEqual([hash.get('tab'), hash.get('model'), hash.get('beam'), hash.get('sample'), hash.get('char')],
+                       ['speech', 'speech-test', '4', 'command.wav', '3']);
+      const { page: again, errors: againErrors } = await newPage(site.context, viewport);
+      try {
+        await again.goto(p.url());
+        await waitForTranscript(again, '');
+        assert.equal(await again.locator('#sp-output').textContent(), expected.text);
+        assert.equal(await again.locator('#sp-chars button').nth(2).getAttribute('aria-pressed'), 'true');
+        await again.locator('#sp-beam').selectOption('1');
+        await again.waitForFunction(() => /\(beam 1\)$/.test(document.getElementById('sp-timing').textContent) &&
+                                          !document.getElementById('sp-result').hidden, null, { timeout: 60_000 });
+        assert.equal(new URLSearchParams(new URL(again.url()).hash.slice(1)).get('beam'), '1');
+        assert.deepEqual(againErrors, []);
+      } finally {
+        await again.close();
+      }
       assert.deepEqual(errors, []);
     } finally {
       await p.close();

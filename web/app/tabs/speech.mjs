@@ -12,6 +12,7 @@ import { byId, el, showError as showErrorIn, statusLine, createModelLoader } fro
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { modelControls } from '/app/widgets/model_controls.mjs';
 import { enableTab } from '/app/widgets/tablist.mjs';
+import { publish, restoreFor } from '/app/share.mjs';
 import { drawBeamTree, drawStepper, winningPath } from '/app/widgets/decoding.mjs';
 import { canvasToPng, exportBar, heatmapSvg, hideTip, legend, matrixRows, showTip, weightLines } from '/app/widgets/figure.mjs';
 
@@ -34,7 +35,27 @@ const view = {
   busy: false,
   playback: null,     // AudioContext for slices
   stepper: null,      // drawStepper() of the transcript shown
+  last: null,         // { input, playable, sample } of the last transcript, run again when the model or beam changes
+  rerun: false,       // the model or beam changed while a transcript was being made: run it again after
+  restoreSample: null, // a shared link's sample clip and character, transcribed once the clips are listed
+  restoreChar: null,
 };
+
+// The tab's part of the URL: model, beam, the sample clip (a recording or file cannot be in a link) and the
+// character selected.
+function share() {
+  publish('speech', { model: currentEntry()?.id, beam: byId('sp-beam').value, sample: view.last?.sample ?? null,
+                      char: view.result && view.selected >= 0 ? view.selected + 1 : null });
+}
+
+// The model or beam changed: the last input again (the old transcript goes at once), else just the model.
+function rerunLast() {
+  clearResult();
+  if (view.busy) view.rerun = true;
+  else if (view.last) transcribe(view.last.input, view.last.playable, view.last.sample);
+  else ensureModel();
+  share();
+}
 
 const setStatus = statusLine('sp');
 const showError = (error) => {
@@ -231,10 +252,12 @@ function select(i) {
   for (const [k, node] of [...byId('sp-chars').children].entries()) node.setAttribute('aria-pressed', String(k === i));
   if (i < 0) {
     byId('sp-readout').textContent = '';
+    share();
     return;
   }
   byId('sp-readout').textContent = `“${charLabel(t.characters[i])}” (character ${i + 1} of ${t.characters.length}): ` +
     `${whereItListened(t, i)}${view.audio ? ' Click to hear them.' : ''}`;
+  share();
 }
 
 // Where character i listened, in seconds of the audio.
@@ -299,7 +322,9 @@ function render(t, beam) {
   };
   attention.onpointerleave = () => hideTip(attention);
   attention.onclick = () => play(view.selected);
-  select(t.characters.length ? 0 : -1);
+  const wanted = view.restoreChar;
+  view.restoreChar = null;
+  select(t.characters.length ? (wanted !== null && wanted < t.characters.length ? wanted : 0) : -1);
   drawTools(t, beam);
   drawSteps(t, beam);
 }
@@ -389,8 +414,13 @@ function drawSteps(t, beam) {
 // ---------------------------------------------------------------- transcribing
 
 // input: what model.transcribe() takes; playable: { samples, sampleRate } for slices, or a Blob to decode for them.
-async function transcribe(input, playable) {
-  if (view.busy) return;
+// sample: the sample clip's file name (for the URL), null for the visitor's own audio.
+async function transcribe(input, playable, sample = null) {
+  view.last = { input, playable, sample };
+  if (view.busy) {  // the newest input runs once this one is done; this one is then not shown
+    view.rerun = true;
+    return;
+  }
   view.busy = true;
   showError(null);
   byId('sp-record').disabled = true;
@@ -400,6 +430,7 @@ async function transcribe(input, playable) {
     setStatus('Transcribing…');
     const beam = Number(byId('sp-beam').value);
     const t = await model.transcribe(input, { beam, beamTree: true, sampleRate: playable?.sampleRate });
+    if (view.rerun) return;  // the model, the beam or the input changed meanwhile: not this one
     view.audio = playable instanceof Blob ? await decodeForPlayback(playable) : playable ?? null;
     setStatus(`${currentEntry().label ?? currentEntry().id} ready`);
     render(t, beam);
@@ -409,6 +440,10 @@ async function transcribe(input, playable) {
   } finally {
     view.busy = false;
     byId('sp-record').disabled = false;
+    if (view.rerun) {
+      view.rerun = false;
+      rerunLast();
+    }
   }
 }
 
@@ -447,13 +482,16 @@ async function renderSamples() {
         const response = await fetch(SAMPLES_BASE + sample.file);
         if (!response.ok) throw new Error(`the sample ${sample.file} could not be loaded (${response.status})`);
         const blob = await response.blob();
-        transcribe(blob, blob);
+        transcribe(blob, blob, sample.file);
       } catch (error) {
         showError(error);
       }
     });
     return chip;
   }));
+  const wanted = view.restoreSample && box.querySelector(`[data-sample="${CSS.escape(view.restoreSample)}"]`);
+  view.restoreSample = null;
+  wanted?.click();
 }
 
 // ---------------------------------------------------------------- microphone
@@ -562,10 +600,16 @@ export function setupSpeech({ entries, getModel, available }) {
   });
   fillModelPicker(select, entries, available);
   if (entries.some(available)) enableTab(byId('tab-btn-speech'));
-  select.addEventListener('change', () => {
-    clearResult();
-    ensureModel();
-  });
+  const saved = restoreFor('speech');
+  if (saved) {
+    const entry = entries.find((e) => e.id === saved.get('model') && available(e));
+    if (entry) select.value = entry.id;
+    if ([...byId('sp-beam').options].some((o) => o.value === saved.get('beam'))) byId('sp-beam').value = saved.get('beam');
+    view.restoreSample = saved.get('sample');
+    view.restoreChar = saved.get('char') ? Number(saved.get('char')) - 1 : null;
+  }
+  select.addEventListener('change', rerunLast);
+  byId('sp-beam').addEventListener('change', rerunLast);
   byId('sp-record').addEventListener('click', startRecording);
   byId('sp-stop').addEventListener('click', () => stopRecording());
   byId('sp-choose').addEventListener('click', () => byId('sp-file').click());
