@@ -28,6 +28,7 @@ namespace {
 
 using attnlab::cli::json_ints;
 using attnlab::cli::json_matrix;
+using attnlab::cli::json_number;
 using attnlab::cli::json_string;
 using attnlab::cli::json_strings;
 
@@ -54,10 +55,12 @@ constexpr Command kCommands[] = {
      "                                            (f16/f32 weights: up to float rounding); a bad line gets its\n"
      "                                            error in its place\n"},
     {"caption",
-     "  caption --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--json] IMAGE...\n"
+     "  caption --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--recognize] [--json] IMAGE...\n"
      "                                            caption JPEG/PNG images, one line per image\n"
      "                                            (--beam 1..64, --max-length 0 (the model's)..200,\n"
-     "                                            --no-repeat-ngram -1 (the model's), 0 (off), 2..8)\n"},
+     "                                            --no-repeat-ngram -1 (the model's), 0 (off), 2..8;\n"
+     "                                            --recognize: also the image encoder's top 5 ImageNet\n"
+     "                                            classes, after a tab, where the file has its classifier)\n"},
     {"transcribe",
      "  transcribe --model FILE [--beam N] [--ctc-weight W] [--json] AUDIO...\n"
      "                                            transcribe WAV (PCM 8/16/24/32-bit or float, any channels,\n"
@@ -88,6 +91,7 @@ struct Arguments {
     std::string model;
     Flag beam, max_length, no_repeat_ngram, ctc_weight, batch;
     bool json = false;
+    bool recognize = false;
     std::vector<std::string> words;
 };
 
@@ -130,6 +134,7 @@ Arguments parse(const std::vector<std::string>& args) {
         else if (a == "--ctc-weight") flag(out.ctc_weight);
         else if (a == "--batch") flag(out.batch);
         else if (a == "--json") out.json = true;
+        else if (a == "--recognize") out.recognize = true;
         else if (a == "--") { out.words.insert(out.words.end(), args.begin() + i + 1, args.end()); break; }
         else if (a.size() > 1 && a[0] == '-' && a[1] == '-') attnlab::fail("unknown option " + a + " (attnlab " + args[0] + " --help lists them)");
         else out.words.push_back(a);
@@ -147,6 +152,8 @@ void refuse_flags(const Arguments& args, const std::string& command, bool beam, 
     for (const auto& [name, refused] : flags)
         attnlab::check(!refused, command + " takes no " + name + " (attnlab " + command + " --help)",
                        attnlab::ErrorKind::options);
+    attnlab::check(!args.recognize || command == "caption",
+                   command + " takes no --recognize (attnlab " + command + " --help)", attnlab::ErrorKind::options);
 }
 
 // {"version","simd","wasm","limits":{...}}: the limits under the names of attnlab::Limits.
@@ -411,12 +418,34 @@ int run_translate(const Arguments& args) {
 }
 
 // {"image","text","tokens","ids","grid_height","grid_width","attention": [tokens][grid_height·grid_width]}
-std::string caption_json(const std::string& path, const attnlab::Caption& c) {
+// (+ "recognized": [{"label","index","probability"}] with --recognize)
+std::string caption_json(const std::string& path, const attnlab::Caption& c, bool recognize) {
     const std::size_t T = c.tokens.size(), G = static_cast<std::size_t>(c.grid_height) * c.grid_width;
-    return "{\"image\":" + json_string(path) + ",\"text\":" + json_string(c.text) + ",\"tokens\":" +
-           json_strings(c.tokens) + ",\"ids\":" + json_ints(c.ids) + ",\"grid_height\":" +
-           std::to_string(c.grid_height) + ",\"grid_width\":" + std::to_string(c.grid_width) +
-           ",\"attention\":" + json_matrix(c.attention, T, G) + "}";
+    std::string out = "{\"image\":" + json_string(path) + ",\"text\":" + json_string(c.text) + ",\"tokens\":" +
+                      json_strings(c.tokens) + ",\"ids\":" + json_ints(c.ids) + ",\"grid_height\":" +
+                      std::to_string(c.grid_height) + ",\"grid_width\":" + std::to_string(c.grid_width) +
+                      ",\"attention\":" + json_matrix(c.attention, T, G);
+    if (recognize) {
+        out += ",\"recognized\":[";
+        for (std::size_t i = 0; i < c.recognized.size(); ++i)
+            out += std::string(i ? "," : "") + "{\"label\":" + json_string(c.recognized[i].label) +
+                   ",\"index\":" + std::to_string(c.recognized[i].index) +
+                   ",\"probability\":" + json_number(c.recognized[i].probability) + "}";
+        out += "]";
+    }
+    return out + "}";
+}
+
+// "caption<TAB>label 0.85; label 0.08; ..." (probabilities to 3 decimals)
+std::string caption_line(const attnlab::Caption& c, bool recognize) {
+    if (!recognize) return c.text;
+    std::string out = c.text + "\t";
+    for (std::size_t i = 0; i < c.recognized.size(); ++i) {
+        char probability[16];
+        std::snprintf(probability, sizeof probability, "%.3f", c.recognized[i].probability);
+        out += (i ? "; " : "") + c.recognized[i].label + " " + probability;
+    }
+    return out;
 }
 
 int run_caption(const Arguments& args) {
@@ -426,18 +455,23 @@ int run_caption(const Arguments& args) {
     options.max_length = flag_value("--max-length", args.max_length, attnlab::Option::caption_max_length, 0);
     options.no_repeat_ngram =
         flag_value("--no-repeat-ngram", args.no_repeat_ngram, attnlab::Option::caption_no_repeat_ngram, -1);
+    options.recognize = args.recognize;
     attnlab::check(!args.model.empty(), "caption needs --model FILE");
     attnlab::check(!args.words.empty(), "caption needs at least one IMAGE file");
     const attnlab::Model model = attnlab::Model::open(args.model);
     attnlab::check(model.task() == "caption", "this model (" + model.architecture() + ") cannot caption images",
                    attnlab::ErrorKind::task);
+    attnlab::check(!options.recognize || model.recognizes_images(),
+                   "this captioner file has no ImageNet classifier, which --recognize needs (models/captioner-flickr8k.md)",
+                   attnlab::ErrorKind::model);
     // One line per image, so a bad file answers with an error in its place and the status becomes 1.
     int status = 0;
     for (const std::string& path : args.words) {
         try {
             const attnlab::cli::RgbaImage image = attnlab::cli::load_image_rgba(path);
             const attnlab::Caption c = model.caption(image.pixels.data(), image.width, image.height, options);
-            std::printf("%s\n", args.json ? caption_json(path, c).c_str() : c.text.c_str());
+            std::printf("%s\n", args.json ? caption_json(path, c, args.recognize).c_str()
+                                          : caption_line(c, args.recognize).c_str());
         } catch (const attnlab::Error& e) {
             std::fprintf(stderr, "attnlab: %s\n", e.what());
             if (args.json)

@@ -169,6 +169,7 @@ public:
             val out = val::object();
             out.set("architecture", model_.architecture());
             out.set("task", model_.task());
+            out.set("recognizesImages", model_.recognizes_images());
             val metadata = val::object();
             for (const auto& [key, value] : model_.metadata()) metadata.set(key, value);
             out.set("metadata", metadata);
@@ -248,6 +249,11 @@ public:
 
     val caption_with_tree(const val& rgba, int width, int height, int beam, int max_length, int no_repeat_ngram,
                           bool beam_tree) const {
+        return caption_with_extras(rgba, width, height, beam, max_length, no_repeat_ngram, beam_tree, false);
+    }
+
+    val caption_with_extras(const val& rgba, int width, int height, int beam, int max_length, int no_repeat_ngram,
+                            bool beam_tree, bool recognize) const {
         return guarded(attnlab::ErrorKind::input, [&] {
             attnlab::check(rgba.instanceof(val::global("Uint8Array")) || rgba.instanceof(val::global("Uint8ClampedArray")),
                            "the image pixels must be a Uint8Array or Uint8ClampedArray");
@@ -269,6 +275,7 @@ public:
             options.max_length = max_length;
             options.no_repeat_ngram = no_repeat_ngram;
             options.beam_tree = beam_tree;
+            options.recognize = recognize;
             const attnlab::Caption c = model_.caption(pixels.data(), width, height, options);
             const std::size_t T = c.tokens.size();
             const std::size_t cells = static_cast<std::size_t>(c.grid_height) * static_cast<std::size_t>(c.grid_width);
@@ -282,6 +289,17 @@ public:
             out.set("gridHeight", c.grid_height);
             out.set("logProbability", c.log_probability);
             if (beam_tree) out.set("beamTree", to_beam_tree(c.beam_tree));
+            if (recognize) {
+                val recognized = val::array();
+                for (std::size_t i = 0; i < c.recognized.size(); ++i) {
+                    val r = val::object();
+                    r.set("label", c.recognized[i].label);
+                    r.set("index", c.recognized[i].index);
+                    r.set("probability", c.recognized[i].probability);
+                    recognized.set(i, r);
+                }
+                out.set("recognized", recognized);
+            }
             return out;
         });
     }
@@ -323,6 +341,7 @@ EMSCRIPTEN_BINDINGS(attnlab) {
         .function("translateMany", &JsModel::translate_many_with_scores)
         .function("caption", &JsModel::caption)
         .function("caption", &JsModel::caption_with_tree)
+        .function("caption", &JsModel::caption_with_extras)
         .function("transcribe", &JsModel::transcribe)
         .function("transcribe", &JsModel::transcribe_with_tree)
         .function("transcribeFile", &JsModel::transcribe_file)

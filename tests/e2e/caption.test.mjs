@@ -24,12 +24,16 @@ let origin;
 let context;
 let requests;
 let nodeModel;
+// A shipped captioner whose file holds MobileNetV2's ImageNet classifier (the test fixture has none).
+const RECOGNIZING_MODEL = join(repoRoot, 'models/weights/captioner-flickr8k-14x14.q8_0.gguf');
 
 before(async () => {
   site = await startSite({
     prefix: 'attnlab-e2e-caption-',
     models: [{ from: CAPTION_MODEL, name: 'captioner.gguf', id: 'captioner-test', label: 'Test captioner',
-               task: 'caption', arch: 'show-attend-tell', src: 'image', tgt: 'en', dtype: 'f16' }],
+               task: 'caption', arch: 'show-attend-tell', src: 'image', tgt: 'en', dtype: 'f16' },
+             { from: RECOGNIZING_MODEL, name: 'captioner-14x14.gguf', id: 'captioner-14x14', label: 'Shipped 14×14',
+               task: 'caption', arch: 'show-attend-tell', src: 'image', tgt: 'en', dtype: 'q8_0' }],
     args: CAMERA_ARGS,
     viewport: { width: 1100, height: 900 },
   });
@@ -127,6 +131,8 @@ test('caption tab: gallery, file upload and camera; same caption as the module a
   assert.equal(await words.count(), cat.tokens.length);
   assert.match(await page.getByTestId('cap-timing').textContent(), /captioned in \d+ ms/);
   assert.equal(await page.locator('#cap-strip .cap-thumb').count(), cat.tokens.length);
+  // A file without the ImageNet classifier says so where the encoder's classes would be.
+  assert.match(await page.getByTestId('cap-recognized').textContent(), /no ImageNet classifier/);
 
   // The overlay is drawn first for the word whose attention is most concentrated (lowest entropy over the grid,
   // the earlier word on a tie), at the photo's size, and changes with the word.
@@ -150,6 +156,22 @@ test('caption tab: gallery, file upload and camera; same caption as the module a
   assert.equal(await words.nth(other).getAttribute('aria-pressed'), 'true');
   await mkdir(join(repoRoot, 'build/screenshots'), { recursive: true });
   await page.screenshot({ path: join(repoRoot, 'build/screenshots/caption.png'), fullPage: true });
+
+  // Beside the caption of a file with the classifier, what the image encoder recognises: the module's top-5
+  // ImageNet classes on the same pixels. Changing the model reruns the caption.
+  await page.getByTestId('cap-model').selectOption('captioner-14x14');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="cap-classes"] li').length === 5, null,
+                             { timeout: 60_000 });
+  const recognizing = await loadModel(RECOGNIZING_MODEL);
+  const { recognized } = await recognizing.caption(await pagePixels(page, 'cat.jpg'), { beam: 3, recognize: true });
+  await recognizing.dispose();
+  assert.deepEqual(await page.locator('[data-testid="cap-classes"] li').evaluateAll((items) => items.map((li) => Number(li.dataset.index))),
+                   recognized.map((r) => r.index));
+  assert.match(recognized[0].label, /cat/);
+  assert.match(await page.getByTestId('cap-recognized').textContent(), /recognises[\s\S]*cat[\s\S]*Flickr8k alone/);
+  await page.getByTestId('cap-model').selectOption('captioner-test');
+  await page.waitForFunction(() => /no ImageNet classifier/.test(document.getElementById('cap-recognized').textContent),
+                             null, { timeout: 60_000 });
 
   // Greedy on another sample.
   await page.getByTestId('cap-beam').selectOption('1');
@@ -183,7 +205,9 @@ test('caption tab: gallery, file upload and camera; same caption as the module a
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than a 390px screen`);
 
-  assert.equal(requests.filter((url) => url.endsWith('.gguf')).length, 1, 'the .gguf was fetched once');
+  const ggufs = requests.filter((url) => url.endsWith('.gguf'));
+  assert.equal(ggufs.length, 2, 'each model file was fetched once (the second model back from the cache)');
+  assert.equal(new Set(ggufs).size, 2);
   const offsite = offsiteRequests(requests, origin);
   assert.deepEqual(offsite, [], 'requests left the page origin');
   assert.deepEqual(consoleErrors, []);

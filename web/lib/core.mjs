@@ -129,13 +129,14 @@ function checkTranslateOptions(options, limits) {
 export function validateCaptionOptions(options = {}, limits) {
   const { maxBeam, maxCaptionLength } = requireLimits(limits);
   checkOptionsObject(options, 'caption');
-  const { beam = 1, maxLength = 0, noRepeatNgram = -1, beamTree = false } = options;
+  const { beam = 1, maxLength = 0, noRepeatNgram = -1, beamTree = false, recognize = false } = options;
   checkRange('beam', beam, `an integer from 1 to ${maxBeam}`, (b) => b >= 1 && b <= maxBeam);
   checkRange('maxLength', maxLength, `an integer from 0 (the model's default) to ${maxCaptionLength}`,
              (n) => n >= 0 && n <= maxCaptionLength);
   checkNoRepeatNgram(noRepeatNgram, limits, "the model's default");
   checkBoolean('beamTree', beamTree);
-  return { beam, maxLength, noRepeatNgram, beamTree };
+  checkBoolean('recognize', recognize);
+  return { beam, maxLength, noRepeatNgram, beamTree, recognize };
 }
 
 /** The WRONG_TASK error for calling a method the model's task does not have. */
@@ -226,7 +227,7 @@ export async function createEngineModel(bytes) {
     // pixels: { data: Uint8Array | Uint8ClampedArray (RGBA), width, height }
     caption(pixels, options) {
       if (info.task !== 'caption') throw wrongTaskError(info, 'caption');
-      const { beam, maxLength, noRepeatNgram, beamTree } = validateCaptionOptions(options, limits);
+      const { beam, maxLength, noRepeatNgram, beamTree, recognize } = validateCaptionOptions(options, limits);
       let checked;
       try {
         checked = checkPixels(pixels);
@@ -234,6 +235,9 @@ export async function createEngineModel(bytes) {
         throw toAttnlabError(error, ERROR_CODES.BAD_INPUT);
       }
       try {
+        if (recognize) {
+          return model.caption(checked.data, checked.width, checked.height, beam, maxLength, noRepeatNgram, beamTree, true);
+        }
         if (beamTree) return model.caption(checked.data, checked.width, checked.height, beam, maxLength, noRepeatNgram, true);
         return model.caption(checked.data, checked.width, checked.height, beam, maxLength, noRepeatNgram);
       } catch (error) {

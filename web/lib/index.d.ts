@@ -186,6 +186,22 @@ export interface Caption {
   logProbability: number;
   /** With { beamTree: true } only: every hypothesis the search kept, step by step. */
   beamTree?: BeamTree;
+  /**
+   * With { recognize: true } only: the 5 ImageNet classes MobileNetV2's own classifier finds most probable, computed
+   * in the same pass as the grid, most probable first. It says what the image encoder sees, which a captioner
+   * trained on Flickr8k alone may have no words for.
+   */
+  recognized?: Recognition[];
+}
+
+/** One ImageNet class the image encoder sees. */
+export interface Recognition {
+  /** The class name, e.g. "tabby, tabby cat". */
+  label: string;
+  /** MobileNetV2's output index, 0 to 1000 (0 is "background"). */
+  index: number;
+  /** Softmax over the 1001 classes. */
+  probability: number;
 }
 
 export interface CaptionOptions {
@@ -201,6 +217,12 @@ export interface CaptionOptions {
   noRepeatNgram?: number;
   /** Also return `beamTree`, every hypothesis the search kept (default false: nothing extra is computed). */
   beamTree?: boolean;
+  /**
+   * Also return `recognized`, what MobileNetV2's ImageNet classifier sees (default false). Needs a file with the
+   * classifier (info.recognizesImages; the shipped q8_0 and 14×14 captioners); otherwise rejects with
+   * ATTNLAB_BAD_MODEL.
+   */
+  recognize?: boolean;
   /** Cancels the call: it rejects with an AbortError (code ATTNLAB_ABORTED); see Model. */
   signal?: AbortSignal;
 }
@@ -231,6 +253,8 @@ export interface ModelInfo {
   architecture: string;
   /** "translate" (translate() works), "caption" (caption() works) or "transcribe" (transcribe() works). */
   task: string;
+  /** A captioner whose file holds MobileNetV2's ImageNet classifier: caption() takes { recognize: true }. */
+  recognizesImages: boolean;
   /** Every GGUF metadata key with a printable value (long arrays summarized). */
   metadata: Record<string, string>;
 }

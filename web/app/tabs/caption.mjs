@@ -296,7 +296,8 @@ async function run(canvas) {
     if (!model) return;
     const pixels = enginePixels(canvas, model.limits);
     const started = performance.now();
-    const caption = await model.caption(pixels, { beam: Number(byId('cap-beam').value), beamTree: true });
+    const caption = await model.caption(pixels, { beam: Number(byId('cap-beam').value), beamTree: true,
+                                                   recognize: model.info.recognizesImages });
     const ms = Math.round(performance.now() - started);
     view.input = canvas;
     view.caption = caption;
@@ -343,6 +344,7 @@ function render(caption, ms, label) {
     output.append(word);
   });
   renderStrip(caption);
+  renderRecognized(caption);
   const notes = noticesFor(caption, { what: 'The caption' });
   byId('cap-notices').replaceChildren(...notes.map((text) => el('p', { className: 'notice', text })));
   byId('cap-notices').hidden = notes.length === 0;
@@ -521,6 +523,33 @@ function drawOverlay(canvas, caption, token) {
 }
 
 // One small picture per word: the photo with that word's overlay.
+// What MobileNetV2's own ImageNet classifier sees in the same pass, beside a caption from a decoder that learned only
+// Flickr8k's words: the gap between the two is the captioner's scope, shown rather than hidden.
+function renderRecognized(caption) {
+  const box = byId('cap-recognized');
+  if (!caption.recognized) {
+    box.replaceChildren(el('p', { className: 'muted small', text: 'This model file has no ImageNet classifier (the ' +
+      'two-decoder f16 file would pass the 25 MB limit with it): pick a q8_0 or 14 × 14 model to see what the ' +
+      'image encoder recognises.' }));
+    return;
+  }
+  const list = el('ol', { className: 'cap-classes', attrs: { 'data-testid': 'cap-classes' } });
+  for (const r of caption.recognized) {
+    const item = el('li', { attrs: { 'data-index': String(r.index) } });
+    const bar = el('span', { className: 'cap-class-bar', attrs: { 'aria-hidden': 'true' } });
+    bar.style.width = `${Math.max(1, Math.round(r.probability * 100))}%`;
+    item.append(el('span', { className: 'cap-class-label', text: r.label }),
+                el('span', { className: 'cap-class-p', text: `${(r.probability * 100).toFixed(1)}%` }), bar);
+    list.append(item);
+  }
+  box.replaceChildren(
+    el('p', { className: 'small', text: 'What the image encoder recognises (MobileNetV2\'s own ImageNet classes, ' +
+      'computed in the same pass as the grid the captioner attends to):' }),
+    list,
+    el('p', { className: 'muted small', text: 'The captioner learned its words from Flickr8k alone (people and dogs ' +
+      'outdoors), so it may have no word for what the encoder sees.' }));
+}
+
 function renderStrip(caption) {
   const strip = byId('cap-strip');
   strip.replaceChildren();
