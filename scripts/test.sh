@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
 # npm test: installs what is missing, builds native, ASan+UBSan and wasm, makes the golden files that are derived
 # from ../shared/data, then runs every suite. The last line counts suites: "suites: N passed, N failed".
+#   bash scripts/test.sh [--skip-build] [SUITE...]   only the named suites (their keys: golden python native sse2
+#                                                    avx2 lib asan wasm js fuzz e2e bundlers soak); --skip-build
+#                                                    uses the builds already there
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export NODE_PATH=/usr/share/nodejs
 export PYTHONPATH="$PWD/python"   # the attnlab package: python3 -m attnlab.<module>
 
-bash scripts/build.sh --asan || { echo "suites: 0 passed, 1 failed (build)"; exit 1; }
+build=1; wanted=()
+for arg in "$@"; do
+  case "$arg" in
+    --skip-build) build=0 ;;
+    golden|python|native|sse2|avx2|lib|asan|wasm|js|fuzz|e2e|bundlers|soak) wanted+=("$arg") ;;
+    *) echo "test.sh: unknown suite or option '$arg' (see the header of scripts/test.sh)" >&2; exit 2 ;;
+  esac
+done
+if [ $build = 1 ]; then
+  bash scripts/build.sh --asan || { echo "suites: 0 passed, 1 failed (build)"; exit 1; }
+fi
 
 passed=0; failed=0; failures=()
 run_suite() {
-  local name=$1; shift
+  local key=$1 name=$2; shift 2
+  [[ ${#wanted[@]} -eq 0 || " ${wanted[*]} " == *" $key "* ]] || return 0
   echo; echo "== test: $name"
   local start=$SECONDS
   if "$@"; then
@@ -25,20 +39,20 @@ make_golden() {
   /usr/bin/python3 -m attnlab.data.prepare && /usr/bin/python3 -m attnlab.golden.tokenizer &&
     /usr/bin/python3 -m attnlab.golden.mobilenet && /usr/bin/python3 -m attnlab.golden.shipped
 }
-run_suite "golden files from ../shared/data" make_golden
-run_suite "python" /usr/bin/python3 -m unittest discover -s tests/python -t . -q
-run_suite "native" build/native/attnlab_tests --no-version
-run_suite "native, baseline kernels (SSE2)" bash scripts/test_kernel_target.sh baseline
-run_suite "native, avx2 kernels" bash scripts/test_kernel_target.sh avx2
-run_suite "C++ library (install, find_package and pkg-config, every kernel target)" bash tests/consumer/run.sh
-run_suite "native ASan+UBSan" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+run_suite golden "golden files from ../shared/data" make_golden
+run_suite python "python" /usr/bin/python3 -m unittest discover -s tests/python -t . -q
+run_suite native "native" build/native/attnlab_tests --no-version
+run_suite sse2 "native, baseline kernels (SSE2)" bash scripts/test_kernel_target.sh baseline
+run_suite avx2 "native, avx2 kernels" bash scripts/test_kernel_target.sh avx2
+run_suite lib "C++ library (install, find_package and pkg-config, every kernel target)" bash tests/consumer/run.sh
+run_suite asan "native ASan+UBSan" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   build/asan/attnlab_tests --no-version
-run_suite "wasm (Node)" node build/wasm/attnlab_tests.js --no-version
-run_suite "js" node --test tests/js/*.test.mjs
-run_suite "fuzz (short)" bash scripts/fuzz.sh --short
-run_suite "browser e2e" node --test tests/e2e/*.test.mjs
-run_suite "bundlers, CDN, package and README snippets" node --test tests/packaging/*.test.mjs
-run_suite "soak (short)" node scripts/soak.mjs --short
+run_suite wasm "wasm (Node)" node build/wasm/attnlab_tests.js --no-version
+run_suite js "js" node --test tests/js/*.test.mjs
+run_suite fuzz "fuzz (short)" bash scripts/fuzz.sh --short
+run_suite e2e "browser e2e" node --test tests/e2e/*.test.mjs
+run_suite bundlers "bundlers, CDN, package and README snippets" node --test tests/packaging/*.test.mjs
+run_suite soak "soak (short)" node scripts/soak.mjs --short
 
 echo
 [ $failed -eq 0 ] || echo "failed suites: ${failures[*]}"
