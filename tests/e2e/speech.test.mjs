@@ -5,7 +5,7 @@
 // when stopped (the microphone is released); without the permission the tab says so; no request leaves the origin.
 // At 1280×800 and 390×844 the search tree under the stepper is the Node module's beamTree (every node, the
 // winner's path spelling the transcript, the joint score in the caption and the tooltips), inside the phone's width;
-// the attention figure has its legends, a cell's numbers on hover or tap, and its PNG / SVG / JSON export; the URL
+// the attention figure has its legends, a cell's numbers on hover, tap or the keyboard, and its PNG / SVG / JSON export; the URL
 // reopens model, beam, sample clip and character, and a new beam runs the clip again.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -204,6 +204,23 @@ for (const viewport of WIDTHS) {
       assert.ok(cellTip.startsWith(`“${expected.characters[i] === ' ' ? '␣' : expected.characters[i]}” (character 2) → frame ${j + 1}`), cellTip);
       assert.ok(cellTip.includes(`weight ${weights[j].toFixed(3)}`) && cellTip.includes('rank 1 of') &&
                 cellTip.includes(`raw score ${score.toFixed(3)}`), cellTip);
+      await p.keyboard.press('Escape');
+      // The keyboard reaches the cells: focus starts on the selected character's strongest frame, ArrowDown moves
+      // to the next character in the same frame, ArrowRight to the next frame.
+      const label = (k) => (expected.characters[k] === ' ' ? '␣' : expected.characters[k]);
+      await p.locator('#sp-chars button').nth(0).focus();
+      await p.getByTestId('sp-attention').focus();
+      const first = row(expected.attention, 0);
+      const peak = first.indexOf(Math.max(...first));
+      const tipNow = () => p.getByTestId('figure-tip').textContent();
+      await p.getByTestId('figure-tip').waitFor({ state: 'visible' });
+      assert.ok((await tipNow()).startsWith(`“${label(0)}” (character 1) → frame ${peak + 1},`), await tipNow());
+      await p.keyboard.press('ArrowDown');
+      await p.keyboard.press('ArrowRight');
+      const moved = await tipNow();
+      assert.ok(moved.startsWith(`“${label(1)}” (character 2) → frame ${peak + 2},`), moved);
+      assert.ok(moved.includes(`weight ${row(expected.attention, 1)[peak + 1].toFixed(3)}`), moved);
+      assert.equal(await p.locator('#sp-chars button').nth(1).getAttribute('aria-pressed'), 'true');
       await p.keyboard.press('Escape');
       await site.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: site.origin });
       const json = await copiedJson(p, '#sp-tools');

@@ -35,6 +35,7 @@ const view = {
   busy: false,
   playback: null,     // AudioContext for slices
   stepper: null,      // drawStepper() of the transcript shown
+  cell: null,         // { i, j }: the attention cell the keyboard is on (null: none)
   last: null,         // { input, playable, sample } of the last transcript, run again when the model or beam changes
   rerun: false,       // the model or beam changed while a transcript was being made: run it again after
   restoreSample: null, // a shared link's sample clip and character, transcribed once the clips are listed
@@ -321,12 +322,52 @@ function render(t, beam) {
     }
   };
   attention.onpointerleave = () => hideTip(attention);
+  // The keyboard reaches every cell too: focus starts on the selected character's strongest frame, arrow keys move
+  // by a character (up / down) or a frame (left / right), Home / End go to the row's ends.
+  attention.tabIndex = 0;
+  attention.setAttribute('aria-label', `Attention of every character over the audio frames: ${t.characters.length} rows, ` +
+                         `${t.attention.cols} frames; arrow keys move between cells`);
+  attention.onfocus = () => {
+    const i = Math.max(0, view.selected);
+    if (t.characters.length) showCell(t, i, characterSpan(matrixRow(t.attention, i)).peakAt);
+  };
+  attention.onblur = () => { view.cell = null; hideTip(attention); };
+  attention.onkeydown = (event) => {
+    if (!view.cell) return;
+    const { i, j } = view.cell;
+    const moves = { ArrowUp: [i - 1, j], ArrowDown: [i + 1, j], ArrowLeft: [i, j - 1], ArrowRight: [i, j + 1],
+                    Home: [i, 0], End: [i, t.attention.cols - 1] };
+    const to = moves[event.key];
+    if (!to) return;
+    event.preventDefault();
+    showCell(t, Math.max(0, Math.min(t.characters.length - 1, to[0])), Math.max(0, Math.min(t.attention.cols - 1, to[1])));
+  };
   attention.onclick = () => play(view.selected);
   const wanted = view.restoreChar;
   view.restoreChar = null;
   select(t.characters.length ? (wanted !== null && wanted < t.characters.length ? wanted : 0) : -1);
   drawTools(t, beam);
   drawSteps(t, beam);
+}
+
+// Keyboard inspection: cell (i, j) selected, scrolled into the figure's view and its numbers shown at it.
+function showCell(t, i, j) {
+  view.cell = { i, j };
+  if (i !== view.selected) select(i);
+  const attention = byId('sp-attention');
+  const cell = FRAMES_PER_ATTENTION_FRAME * SPEC_PX;
+  const x = LABEL_PX + (j + 0.5) * cell;
+  const figure = byId('sp-figure');
+  if (x < figure.scrollLeft + LABEL_PX || x > figure.scrollLeft + figure.clientWidth - cell) {
+    figure.scrollLeft = Math.max(0, x - figure.clientWidth / 2);
+  }
+  drawAttention(t, i);
+  const context = attention.getContext('2d');
+  context.strokeStyle = '#1d4ed8';
+  context.lineWidth = 2;
+  context.strokeRect(LABEL_PX + j * cell, i * ROW_PX, cell, ROW_PX - 1);
+  const rect = attention.getBoundingClientRect();
+  showTip(attention, cellLines(t, i, j), { point: { x: rect.left + x, y: rect.top + (i + 1) * ROW_PX } });
 }
 
 // The tooltip of attention cell (character i, encoder frame j): the weight, the raw location-aware score, rank and
