@@ -39,7 +39,8 @@ using parallel::kMaxThreads;
 namespace {
 
 // ATTNLAB_THREADS: unset, empty, "auto" or "0" is the default; otherwise a whole number in [1, kMaxThreads].
-int threads_from_environment(int fallback) {
+// (maybe_unused: the single-thread wasm build has no pool to ask these.)
+[[maybe_unused]] int threads_from_environment(int fallback) {
 #if defined(__EMSCRIPTEN__)
     return fallback;  // a wasm module has no process environment of its own; the JS side calls set_threads
 #else
@@ -63,7 +64,7 @@ int threads_from_environment(int fallback) {
 EM_JS(int, attnlab_preloaded_workers, (), { return PThread.unusedWorkers.length; });
 #endif
 
-int hardware_threads() {
+[[maybe_unused]] int hardware_threads() {
 #if defined(__EMSCRIPTEN_PTHREADS__)
     return emscripten_num_logical_cores();
 #elif ATTNLAB_HAVE_THREADS
