@@ -230,6 +230,19 @@ for (const viewport of WIDTHS) {
     await page.locator('#explain-head-body:not([hidden])').waitFor();
     await assertPanel(layer, h, query);
     assert.equal(await page.locator('#explain-head [data-testid="legend"]:visible').count(), 3);
+    // Each colour swatch sits on the line of the word it names ("positive", "negative"), even where the legend
+    // wraps on a phone.
+    const apart = await page.evaluate(() => [...document.querySelectorAll('#explain-head .legend-swatch')]
+      .filter((swatch) => swatch.offsetParent !== null)
+      .map((swatch) => {
+        const range = document.createRange();
+        const word = swatch.nextSibling;
+        range.selectNodeContents(word);
+        const [a, b] = [swatch.getBoundingClientRect(), range.getBoundingClientRect()];
+        return { word: word.textContent.trim().split(' ')[0], gap: Math.abs((a.top + a.bottom) / 2 - (b.top + b.bottom) / 2) };
+      })
+      .filter((x) => x.gap > 6));
+    assert.deepEqual(apart, [], 'a legend swatch is on another line than its word');
 
     // Its own pickers: another layer and head, and the next query word by the arrow keys.
     await page.getByTestId('explain-head-layer').selectOption('0');
