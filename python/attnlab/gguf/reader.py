@@ -45,8 +45,9 @@ class _Cursor:
         return self.unpack(SCALAR_FORMATS[name])
 
 
-def read_gguf(path):
-    """-> (version, [(key, type name, value)], [(name, type name, dims, offset)], data section start, bytes)"""
+def _parse(path):
+    """-> (version, [(key, type name, element type name or None, value, payload bytes)],
+    [(name, type name, dims, offset)], data section start, bytes)"""
     with open(path, "rb") as f:
         data = f.read()
     c = _Cursor(data)
@@ -56,15 +57,26 @@ def read_gguf(path):
     kvs = []
     for _ in range(n_kv):
         key, type_id = c.string(), c.unpack("<I")
-        kvs.append((key, VALUE_TYPE_NAMES.get(type_id, str(type_id)), c.value(type_id)))
+        type_name = VALUE_TYPE_NAMES.get(type_id, str(type_id))
+        start = c.pos
+        element = VALUE_TYPE_NAMES.get(c.unpack("<I")) if type_name == "array" else None
+        c.pos = start
+        value = c.value(type_id)
+        kvs.append((key, type_name, element, value, data[start:c.pos]))
     tensors = []
     for _ in range(n_tensors):
         name, n_dims = c.string(), c.unpack("<I")
         dims = [c.unpack("<Q") for _ in range(n_dims)]
         type_id, offset = c.unpack("<I"), c.unpack("<Q")
         tensors.append((name, TENSOR_TYPE_NAMES.get(type_id, str(type_id)), dims, offset))
-    alignment = next((v for k, _, v in kvs if k == "general.alignment"), DEFAULT_ALIGNMENT)
+    alignment = next((v for k, _, _, v, _ in kvs if k == "general.alignment"), DEFAULT_ALIGNMENT)
     return version, kvs, tensors, align_offset(c.pos, alignment), data
+
+
+def read_gguf(path):
+    """-> (version, [(key, type name, value)], [(name, type name, dims, offset)], data section start, bytes)"""
+    version, kvs, tensors, data_start, data = _parse(path)
+    return version, [(key, type_name, value) for key, type_name, _, value, _ in kvs], tensors, data_start, data
 
 
 def tensor_bytes(type_name, dims):
@@ -72,35 +84,17 @@ def tensor_bytes(type_name, dims):
     count = int(np.prod(dims))
     if type_name == "q8_0":
         return count // QK8_0 * (2 + QK8_0)
-    return count * {"f32": 4, "f16": 2, "i8": 1}[type_name]
+    sizes = {"f32": 4, "f16": 2, "i8": 1}
+    if type_name not in sizes:
+        raise ValueError(f"tensor type {type_name} is not one this reader knows")
+    return count * sizes[type_name]
 
 
 def read_gguf_raw(path):
     """-> ([(key, type name, element type name or None, value, payload bytes)], [(name, type name, dims, bytes)]):
     every value and tensor as stored, so a file can be copied with changes (GGUFWriter.copy_value / copy_tensor)
     without widening or requantizing anything."""
-    with open(path, "rb") as f:
-        data = f.read()
-    c = _Cursor(data)
-    if c.take(4) != GGUF_MAGIC:
-        raise ValueError(f"{path}: not a GGUF file")
-    _, n_tensors, n_kv = c.unpack("<I"), c.unpack("<Q"), c.unpack("<Q")
-    kvs = []
-    for _ in range(n_kv):
-        key, type_id = c.string(), c.unpack("<I")
-        start = c.pos
-        element = VALUE_TYPE_NAMES.get(struct.unpack_from("<I", data, start)[0]) if \
-            VALUE_TYPE_NAMES.get(type_id) == "array" else None
-        value = c.value(type_id)
-        kvs.append((key, VALUE_TYPE_NAMES[type_id], element, value, data[start:c.pos]))
-    infos = []
-    for _ in range(n_tensors):
-        name, n_dims = c.string(), c.unpack("<I")
-        dims = [c.unpack("<Q") for _ in range(n_dims)]
-        type_id, offset = c.unpack("<I"), c.unpack("<Q")
-        infos.append((name, TENSOR_TYPE_NAMES[type_id], dims, offset))
-    alignment = next((v for k, _, _, v, _ in kvs if k == "general.alignment"), DEFAULT_ALIGNMENT)
-    data_start = align_offset(c.pos, alignment)
+    _, kvs, infos, data_start, data = _parse(path)
     tensors = []
     for name, type_name, dims, offset in infos:
         start = data_start + offset
