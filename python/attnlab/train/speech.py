@@ -6,6 +6,12 @@ attnlab.data.speech_features (AN4, FSDD, LJ Speech, synthetic speech), resumably
         > /work/ckpt/speech-las.out 2>&1 &
 
 Rerunning the same command resumes from OUT/last.pt (model, optimizer, RNG, the epoch's batch order and position).
+A fresh run can start from trained weights instead of random ones: --init FILE, a speech GGUF file as
+`attnlab.export speech` writes it (f16 is enough: the trainer gets the weights the engine reads; its configuration,
+--dropout from the command line, since files keep none) or a checkpoint .pt (its own configuration), with a fresh
+optimizer and schedule (--lr, --warmup). Checkpoints do not survive a move to another machine; a committed file
+does, so models/train_queue.sh continues the recognizer from the shipped models/weights/speech-las.f16.gguf
+(models/README.md, "Speech recognizer"). OUT/train.log keeps the log ("weights from FILE" names the start).
 OUT/best.pt is the lowest greedy dev CER (AN4's dev speakers, LJ Speech's dev clips, pocketsphinx-testdata and the
 synthetic dev voices, pooled); OUT/epoch-<n>.pt the last --keep-epochs epochs. Recipe: Adam, linear warm-up over
 --warmup steps to --lr, then the rate times --lr-decay after each epoch without a dev gain; joint loss
@@ -26,6 +32,9 @@ import torch
 
 from attnlab.data.speech_features import FEATURES_ROOT, load_all
 from attnlab.eval.cer import character_error_rate
+from attnlab.gguf import speech as speech_gguf
+from attnlab.gguf.common import is_gguf
+from attnlab.gguf.reader import read_gguf
 from attnlab.nn import listen_attend_spell as las
 from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_last_epochs,
                                 resume, run)
@@ -113,6 +122,47 @@ def transcribe(model, stores, items, batch_frames=30000):
         start = end
     model.train()
     return out
+
+
+def initial_weights(path, dropout):
+    """--init: a speech GGUF file or a checkpoint .pt -> {"config", "model", "epoch", "train_seconds"}, the parts a
+    fresh run starts from (train_seconds: the training behind those weights, so the hours a continued run reports,
+    and writes into its exports' attnlab.training_seconds, are the whole model's). A file of another model (a
+    translator's GGUF or checkpoint, a recognizer whose weights do not fit its own configuration) exits with a
+    message naming what it is."""
+    if not os.path.isfile(path):
+        raise SystemExit(f"--init {path}: no such file")
+    if is_gguf(path):
+        meta = {key: value for key, _, value in read_gguf(path)[1]}
+        arch = meta.get("general.architecture")
+        if arch != speech_gguf.ARCH:
+            raise SystemExit(f"--init {path}: architecture {arch!r}, not a speech recognizer ({speech_gguf.ARCH!r})")
+        try:
+            model = speech_gguf.load(path)
+        except ValueError as e:
+            raise SystemExit(f"--init {path}: {e}")
+        if model.ctc_weight == 0.0:
+            # Its ctc.* weights are zeros, not trained ones; the joint loss would train the head from nothing.
+            log(f"--init {path} has no CTC head: the head starts from zeros")
+        # The GGUF model is built for inference (dropout 0); training takes this run's dropout.
+        return {"config": dict(model.cfg.to_dict(), dropout=dropout), "model": model.state_dict(),
+                "epoch": "unknown (a GGUF file)", "train_seconds": float(meta.get("attnlab.training_seconds", 0.0))}
+    try:
+        ck = torch.load(path, map_location="cpu")
+    except Exception as e:  # noqa: BLE001  (pickle, zip and torch errors alike: it is not a checkpoint)
+        raise SystemExit(f"--init {path}: neither a GGUF file nor a PyTorch checkpoint ({e})")
+    if not isinstance(ck, dict) or "config" not in ck or "model" not in ck:
+        raise SystemExit(f"--init {path}: not a training checkpoint (no config and model)")
+    try:
+        cfg = las.Config(**ck["config"])
+        las.ListenAttendSpell(cfg).load_state_dict(ck["model"])
+    except (TypeError, RuntimeError) as e:
+        name = ck.get("meta", {}).get("name") or ck.get("meta", {}).get("pair") or "another model"
+        raise SystemExit(f"--init {path}: a checkpoint of {name}, not of attnlab.nn.listen_attend_spell "
+                         f"({str(e).splitlines()[0]})")
+    state = ck.get("state") or {}
+    return {"config": cfg.to_dict(), "model": ck["model"], "epoch": state.get("epoch"),
+            "train_seconds": float(state.get("train_seconds", 0.0))}
 
 
 class SpeechFamily(Family):
@@ -238,6 +288,10 @@ def parse_args(argv=None):
     ap.add_argument("--patience", type=int, default=4)
     ap.add_argument("--dev-limit", type=int, default=800, help="dev utterances scored each epoch (0 = all)")
     ap.add_argument("--limit-train", type=int, default=0, help="only N training utterances (smoke tests)")
+    ap.add_argument("--init", help="a fresh run starts from this speech GGUF file's weights and configuration "
+                    "(--dropout from the command line) or this checkpoint's (its own configuration), with a fresh "
+                    "optimizer and schedule; the model flags above are then unused; ignored once OUT/last.pt "
+                    "exists, which resumes as always")
     ap.add_argument("--keep-epochs", type=int, default=3)
     ap.add_argument("--max-hours", type=float, default=0.0, help="this run's wall-clock budget (0 = none)")
     ap.add_argument("--save-minutes", type=float, default=10.0)
@@ -248,9 +302,17 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
+    global log
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)
+    if log.f is not None:   # an earlier main() in this process (tests) logged elsewhere
+        log.f.close()
+    log = Logger(os.path.join(args.out, "train.log"), time_format="%Y-%m-%d %H:%M:%S")
+    last_path = os.path.join(args.out, "last.pt")
+    resuming = os.path.exists(last_path)
+    # Checked before the features are read: a wrong file fails at once.
+    init = initial_weights(args.init, args.dropout) if args.init and not resuming else None
     stores = load_all(args.features)
     if "an4" not in stores:
         sys.exit(f"no stored features in {args.features}: run python3 -m attnlab.data.speech_features first")
@@ -258,13 +320,21 @@ def main(argv=None):
     dev = collect(stores, "dev", DEV_SOURCES, args.dev_limit)
     cfg = las.Config(enc_hidden=args.enc_hidden, dec_hidden=args.dec_hidden, emb=args.emb, attn_dim=args.attn_dim,
                      loc_filters=args.loc_filters, loc_width=args.loc_width, dropout=args.dropout)
+    if init is not None:
+        cfg = las.Config(**init["config"])
+    elif resuming and args.init:
+        # A run started from --init has its file's configuration, not the model flags'.
+        cfg = las.Config(**torch.load(last_path, map_location="cpu")["config"])
     torch.manual_seed(args.seed)
     model = las.ListenAttendSpell(cfg)
+    if init is not None:
+        model.load_state_dict(init["model"])
+        log(f"weights from {args.init} (epoch {init['epoch']}, {init['train_seconds'] / 3600:.2f} h of training); "
+            f"fresh optimizer and schedule")
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     state = {"epoch": 0, "position": 0, "order": None, "global_step": 0, "best_cer": math.inf, "bad_epochs": 0,
-             "train_seconds": 0.0, "history": []}
-    last_path = os.path.join(args.out, "last.pt")
-    if os.path.exists(last_path):
+             "train_seconds": init["train_seconds"] if init is not None else 0.0, "history": []}
+    if resuming:
         state = resume(last_path, model, opt, las.Config, cfg, state)
         log(f"resumed from {last_path}: epoch {state['epoch']} batch {state['position']}, "
             f"best dev CER {state['best_cer']:.2f}")
