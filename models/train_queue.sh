@@ -50,6 +50,19 @@ best_or_carried() {
     echo "$carried_dir/$1.f16.gguf --dropout 0.2"
   fi
 }
+# The speech recognizer's start, as carried gives it: weights carried in models/training (its README) where there are
+# any, else the shipped models/weights/speech-las.f16.gguf, so no machine trains it from scratch again; a checkpoint
+# started from the shipped file keeps that run's flags even once a file is carried.
+#   speech_las CARRIED_LEFT SHIPPED_LEFT CONTINUE  (LEFT: the epochs to go from that file, 0 = complete)
+speech_las() {
+  if [ -f "$carried_dir/speech-las.f16.gguf" ] &&
+     ! grep -q "weights from models/weights/speech-las.f16.gguf" "$ckpt/speech-las/train.log" 2>/dev/null; then
+    carried speech-las "$1" "$3" ""
+  else
+    local carried_dir=models/weights   # carried reads it: the shipped file takes the carried one's place
+    carried speech-las "$2" "$3" ""
+  fi
+}
 # The score-function comparison: four EN->DE models that differ only in the score (additive-small is the control
 # at the same size), a third of the shipped translator's compute each, on the same 3-epoch budget.
 variant="--emb 128 --enc-hidden 128 --dec-hidden 256 --attn-dim 256 --epochs 3"
@@ -94,7 +107,9 @@ jobs=(
   # Speech (issue 21): synthetic speech, the MFCC store, then the recognizer (one BLAS thread: small GRUs).
   "speech-synth|-m attnlab.data.synthesize_speech --hours 4 --out $ckpt/speech/synth"
   "speech-features|-m attnlab.data.speech_features --synth $ckpt/speech/synth --out $ckpt/speech/features"
-  "speech-las|-m attnlab.train.speech --features $ckpt/speech/features"
+  # Where its checkpoint is gone, the recognizer goes on from its latest weights (speech_las above): 20 more epochs,
+  # a fresh Adam at a peak lr of 3e-4 after 200 steps (the first run's peak was 1e-3; it ended at its 3e-5 floor).
+  "speech-las|-m attnlab.train.speech --features $ckpt/speech/features $(speech_las 20 20 "--lr 3e-4 --warmup 200")"
 )
 
 wanted=("$@")

@@ -1,6 +1,7 @@
 """models/train_queue.sh: every job's command line is complete (the script runs under set -u, so a recipe variable
 left unset stops the whole queue) and the translator and speech trainers accept its flags; a fine-tuning job starts
-from the broad run's best.pt when it exists when the job starts, else from the carried weights."""
+from the broad run's best.pt when it exists when the job starts, else from the carried weights; the speech
+recognizer continues from weights carried in models/training, else from the shipped file."""
 import importlib
 import os
 import shlex
@@ -89,6 +90,48 @@ class TrainQueueTest(unittest.TestCase):
             open(os.path.join(out, "train.log"), "w").write(f"weights from {file}\n")
             argv = queue_commands(ckpt, carried_dir)["transformer-en-de-broad-ft"]
             self.assertEqual(argv[argv.index("--init") + 1], file)
+
+    def test_speech_continues_from_shipped_else_carried_weights(self):
+        shipped = "models/weights/speech-las.f16.gguf"
+        self.assertTrue(os.path.exists(os.path.join(ROOT, shipped)))
+        speech = importlib.import_module("attnlab.train.speech")
+        with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
+            commands = queue_commands(ckpt, carried_dir)
+            for name in ("speech-synth", "speech-features"):   # the data jobs stay, unchanged
+                self.assertNotIn("--init", commands[name])
+            argv = commands["speech-las"]
+            self.assertEqual(argv.count("--init"), 1)
+            self.assertEqual(argv[argv.index("--init") + 1], shipped)
+            parsed = speech.parse_args(argv[2:] + ["--out", ckpt])
+            defaults = speech.parse_args(["--out", ckpt])
+            self.assertEqual(parsed.features, os.path.join(ckpt, "speech", "features"))
+            self.assertLess(parsed.lr, defaults.lr)          # not the first run's peak again
+            self.assertLess(parsed.warmup, defaults.warmup)
+            self.assertGreater(parsed.epochs, 0)
+            # Weights carried in models/training win over the shipped file...
+            carried = os.path.join(carried_dir, "speech-las.f16.gguf")
+            open(carried, "wb").close()
+            argv = queue_commands(ckpt, carried_dir)["speech-las"]
+            self.assertEqual(argv[argv.index("--init") + 1], carried)
+            self.assertEqual(speech.parse_args(argv[2:] + ["--out", ckpt]).lr, parsed.lr)
+            # ...but a checkpoint started from the shipped file resumes with that run's flags.
+            out = os.path.join(ckpt, "speech-las")
+            os.makedirs(out)
+            open(os.path.join(out, "last.pt"), "wb").close()
+            log = os.path.join(out, "train.log")
+            open(log, "w").write(f"2026-12-02 06:00:00 weights from {shipped} (epoch unknown (a GGUF file))\n")
+            argv = queue_commands(ckpt, carried_dir)["speech-las"]
+            self.assertEqual(argv[argv.index("--init") + 1], shipped)
+            open(log, "w").write(f"2026-12-02 06:00:00 weights from {carried} (epoch unknown (a GGUF file))\n")
+            argv = queue_commands(ckpt, carried_dir)["speech-las"]
+            self.assertEqual(argv[argv.index("--init") + 1], carried)
+            # A checkpoint of a run from scratch (started by hand) resumes with the trainer's own defaults.
+            open(log, "w").write("2026-12-02 06:00:00 train 6880 utterances\n")
+            argv = queue_commands(ckpt, carried_dir)["speech-las"]
+            self.assertNotIn("--init", argv)
+            self.assertNotIn("--lr", argv)
+            os.remove(carried)
+            self.assertNotIn("--init", queue_commands(ckpt, carried_dir)["speech-las"])
 
     def test_score_variants_share_one_recipe(self):
         with tempfile.TemporaryDirectory() as ckpt:
