@@ -23,6 +23,19 @@ async function sha256Of(path) {
   return hash.digest('hex');
 }
 
+// The optional "selfAttention": { text, layer, head, from } of a Transformer: the sample, the 1-based encoder layer
+// and head (as its card and `python -m attnlab.eval.probe` name them) and the word the Self-attention tab opens on.
+function checkSelfAttention(entry) {
+  const spec = entry.selfAttention;
+  if (spec === undefined) return;
+  const positive = (n) => Number.isInteger(n) && n >= 1;
+  if (entry.arch !== 'transformer') throw new Error(`${entry.id}: selfAttention is for arch "transformer" entries`);
+  if (typeof spec?.text !== 'string' || !spec.text || !positive(spec.layer) || !positive(spec.head) ||
+      (spec.from !== undefined && (typeof spec.from !== 'string' || !spec.from))) {
+    throw new Error(`${entry.id}: selfAttention must be { text, layer, head, from? } (layer and head 1-based integers)`);
+  }
+}
+
 const manifest = JSON.parse(await readFile(manifestPath, 'utf8'));
 if (!Array.isArray(manifest.models)) throw new Error(`${manifestPath}: expected { "models": [...] }`);
 let stale = 0;
@@ -34,6 +47,7 @@ for (const entry of manifest.models) {
   if (ids.has(entry.id)) throw new Error(`${manifestPath}: duplicate id ${entry.id}`);
   ids.add(entry.id);
   if (!entry.file.startsWith('models/')) throw new Error(`${entry.id}: file must be repo-relative under models/`);
+  checkSelfAttention(entry);
   const path = resolve(repoRoot, entry.file);
   const bytes = (await stat(path)).size;  // throws for a file that does not exist
   const sha256 = await sha256Of(path);

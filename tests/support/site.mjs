@@ -13,7 +13,7 @@ import { CHROMIUM_ARGS, launchChromiumProfile } from './chromium.mjs';
 /**
  * Starts the site for one test file.
  *   prefix: the name prefix of the temporary folder.
- *   models: [{ from, name, id, label, task, arch, src, tgt, dtype, group }]: `from` is copied to models/weights/<name>
+ *   models: [{ from, name, id, label, task, arch, src, tgt, dtype, group, selfAttention }]: `from` is copied to models/weights/<name>
  *     (<id>.gguf when name is left out) and listed in the manifest with the copy's size and SHA-256.
  *   unlisted: { name: path }: files copied to models/weights/<name> that the manifest does not list.
  *   args: Chromium's flags (CHROMIUM_ARGS unless given); viewport, deviceScaleFactor: Playwright's defaults unless
@@ -39,11 +39,11 @@ export async function startSite({ prefix = 'attnlab-e2e-', models = [], unlisted
   try {
     await mkdir(join(modelsDir, 'weights'), { recursive: true });
     const manifest = [];
-    for (const { from, name, id, label, task, arch, src, tgt, dtype, group } of models) {
+    for (const { from, name, id, label, task, arch, src, tgt, dtype, group, selfAttention } of models) {
       const file = `models/weights/${name ?? `${id}.gguf`}`;
       await copyFile(from, join(workDir, file));
       const bytes = await readFile(join(workDir, file));
-      manifest.push({ id, label, task, arch, src, tgt, dtype, group, file, bytes: bytes.length,
+      manifest.push({ id, label, task, arch, src, tgt, dtype, group, selfAttention, file, bytes: bytes.length,
                       sha256: createHash('sha256').update(bytes).digest('hex') });
     }
     for (const [name, from] of Object.entries(unlisted)) await copyFile(from, join(modelsDir, 'weights', name));

@@ -9,6 +9,7 @@
 import { attentionHead } from '/lib/index.mjs';
 import {
   byId, el, showError as showErrorIn, tokenLabel as pieceLabel, statusLine, createModelLoader, fillCountOptions,
+  continuesWord, startsWord,
 } from '/app/ui.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { mountModelControls } from '/app/widgets/model_controls.mjs';
@@ -126,8 +127,11 @@ async function loadSelected() {
     byId('sa-run').disabled = false;
     const saved = view.restore;
     view.restore = null;
-    if (rerun || saved?.get('text')) await run();
+    const opening = view.opening;  // the model's own sample, only on the first load of the default model
+    view.opening = null;
+    if (rerun || saved?.get('text') || (opening && entry === opening.entry)) await run();
     if (saved && view.translation) applySaved(saved);
+    else if (opening && entry === opening.entry && view.translation) applyOpening(opening.spec);
   }
 }
 
@@ -147,6 +151,52 @@ function applySaved(saved) {
   redraw();
   const word = Number(saved.get('word')) - 1;
   if (word >= 0 && word < left.length) setPinned(word);
+}
+
+// A manifest entry's "selfAttention": { text, layer, head, from } (1-based, as the model card names them): the
+// encoder head that shows the model's best example, opened on that layer with only that head and the first piece
+// of the word `from` picked.
+function openingOf(entry) {
+  const spec = entry?.selfAttention;
+  if (!spec || typeof spec.text !== 'string' || !spec.text) return null;
+  return spec;
+}
+
+function applyOpening(spec) {
+  if (view.kind !== 'encoder') {
+    document.querySelector('input[name="sa-kind"][value="encoder"]').checked = true;
+    selectKind('encoder');
+  }
+  const { tensor, left } = current();
+  const layer = Number(spec.layer) - 1;
+  if (Number.isInteger(layer) && layer >= 0 && layer < tensor.layers) view.layer = layer;
+  const head = Number(spec.head) - 1;
+  if (Number.isInteger(head) && head >= 0 && head < tensor.heads) {
+    view.heads = new Set([head]);
+    byId('sa-neuron-head').value = String(head);  // the neuron view shows the same head
+  }
+  redraw();
+  const from = typeof spec.from === 'string' ? wordStart(left, spec.from) : -1;
+  if (from >= 0) setPinned(from);
+}
+
+// The index of the first piece of the first word spelled `word` (pieces joined as the detokenizer does; a bare "▁"
+// before the word's letters is skipped), or -1.
+function wordStart(pieces, word) {
+  const words = [];  // { text, first }
+  pieces.forEach((piece, i) => {
+    if (startsWord(piece) || (continuesWord(piece) && words.length === 0)) words.push({ text: '', first: -1 });
+    else if (!continuesWord(piece)) {  // a special token ends the word
+      words.push({ text: null, first: -1 });
+      return;
+    }
+    const w = words.at(-1);
+    if (w.text === null) return;
+    const letters = startsWord(piece) ? piece.slice(1) : piece;
+    if (letters && w.first < 0) w.first = i;
+    w.text += letters;
+  });
+  return words.find((w) => w.text === word)?.first ?? -1;
 }
 
 function clearResult() {
@@ -780,7 +830,10 @@ export function setupSelfAttention({ entries, getModel, available, onNeuron = ()
   if (savedEntry) select.value = savedEntry.id;
   if (saved && [...byId('sa-beam').options].some((o) => o.value === saved.get('beam'))) byId('sa-beam').value = saved.get('beam');
   view.restore = saved;
-  byId('sa-input').value = saved?.get('text') ?? (SAMPLES[currentEntry().src] ?? [''])[0];
+  // Without a link's state, a default model that names its own example (its card's head) opens on it.
+  const opening = saved ? null : openingOf(currentEntry());
+  view.opening = opening && { entry: currentEntry(), spec: opening };
+  byId('sa-input').value = saved?.get('text') ?? opening?.text ?? (SAMPLES[currentEntry().src] ?? [''])[0];
   clipInput(byId('sa-input'), byId('sa-input-notice'));
   renderSamples(currentEntry());
   setStatus('The model loads when you open this tab.');
