@@ -55,6 +55,7 @@ async function start() {
       explain.show(translation, entry);
       steps.show(translation, entry);
     },
+    onShare: explain.setShared,
     onExplain: (row) => {
       explain.select(row);
       byId('tab-btn-explain').click();  // shows the tab, which renders the word

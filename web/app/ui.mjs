@@ -42,6 +42,22 @@ export function tokenLabel(piece, { continuation = '' } = {}) {
 }
 
 /**
+ * Pieces as the text the detokenizer writes: a piece starting with "▁" starts a word (a space before it), any
+ * other piece attaches to the one before ("Strand" "." reads "Strand."). The special tokens stay spelled out as
+ * words of their own (a source's ⟨end⟩ is a position the figures draw).
+ */
+export function joinPieces(pieces) {
+  let text = '';
+  for (const [i, piece] of pieces.entries()) {
+    const attach = i > 0 && continuesWord(piece) && !isSpecial(pieces[i - 1]);
+    // A bare "▁" is the space alone (its word's letters follow as continuing pieces): no "␣" in running text.
+    text += `${i === 0 || attach ? '' : ' '}${piece === '▁' ? '' : tokenLabel(piece)}`;
+  }
+  return text;
+}
+const isSpecial = (piece) => piece === '</s>' || piece === '<s>';
+
+/**
  * Fills select with one option per index 0..count-1, reading "<name> k of count" (the layer and head pickers of
  * the Transformer views), and selects value.
  */

@@ -2,8 +2,9 @@
 // computed: the raw scores, the softmax weights, and the context vector as the weighted sum of the source
 // annotations.
 import { matrixRow } from '/lib/index.mjs';
-import { byId, el, tokenLabel } from '/app/ui.mjs';
+import { byId, el, joinPieces, tokenLabel } from '/app/ui.mjs';
 import { escapeXml, exportBar, legend, rounded } from '/app/widgets/figure.mjs';
+import { publish } from '/app/share.mjs';
 
 const FORMULAS = {
   additive: 'e<sub>j</sub> = v<sup>⊤</sup> tanh(W s<sub>i−1</sub> + U h<sub>j</sub>)',
@@ -15,11 +16,16 @@ const FORMULAS = {
 
 /**
  * Returns { show(translation, entry): the translation to explain (its first word), select(row): the word to
- * explain, render(): draws it (the tab strip calls it whenever the tab is shown) }.
+ * explain, render(): draws it (the tab strip calls it whenever the tab is shown), setShared(params): the Translate
+ * tab's state this tab's URL carries with its word }.
  */
 export function setupExplain() {
   let last = null;       // { translation, entry }
   let selectedRow = 0;
+  let base = {};         // the Translate tab's model, beam, input and sentence, which this tab's result comes from
+
+  // This tab's URL state: the translation it explains (base) and the word it explains.
+  const share = () => publish('explain', { ...base, word: last && last.translation.attention.rows > 0 ? selectedRow + 1 : null });
 
   function render() {
     byId('explain-empty').hidden = !!last;
@@ -33,11 +39,11 @@ export function setupExplain() {
       return;
     }
     const row = Math.min(selectedRow, t.attention.rows - 1);
-    byId('explain-source').textContent = t.sourceTokens.map(tokenLabel).join(' ');
+    byId('explain-source').textContent = joinPieces(t.sourceTokens);
     byId('explain-source').lang = entry.src;
 
     drawWordPicker(byId('explain-picker'), t.targetTokens, {
-      selected: row, lang: entry.tgt, onPick: (i) => { selectedRow = i; render(); },
+      selected: row, lang: entry.tgt, onPick: (i) => { selectedRow = i; render(); share(); },
     });
 
     byId('explain-score-name').textContent = `· ${t.scoreFunction}`;
@@ -62,9 +68,16 @@ export function setupExplain() {
       selectedRow = 0;
       byId('explain-empty').textContent = 'Translate a sentence first (the Translate tab).';
       if (!byId('tab-explain').hidden) render();  // a shared link opened this tab before the result came
+      share();
     },
     select(row) {
       selectedRow = row;
+      share();
+    },
+    /** The Translate tab's part of this tab's URL state changed (see setupTranslate's onShare). */
+    setShared(params) {
+      base = params;
+      share();
     },
     render,
   };

@@ -3,7 +3,7 @@
 // keys k_j the page computes q·k_j, divides by √d_k and takes the softmax, and sets each result beside the number
 // the engine returned (its raw scores, encoderSelfScores, and its weights, encoderSelfAttention): the formula,
 // worked on the engine's own vectors, gives the engine's attention.
-import { byId, el, fillCountOptions, tokenLabel } from '/app/ui.mjs';
+import { byId, el, fillCountOptions, joinPieces, tokenLabel } from '/app/ui.mjs';
 import { exportBar, rounded } from '/app/widgets/figure.mjs';
 import { queryKeyRow } from '/app/widgets/neuron.mjs';
 import { barsSvg, drawBars, drawWordPicker, strip } from '/app/tabs/explain.mjs';
@@ -43,7 +43,7 @@ export function setupExplainHead() {
     const computed = queryKeyRow(t, pick);
     fillCountOptions(layerSelect, layers, 'Layer', pick.layer);
     fillCountOptions(headSelect, heads, 'Head', pick.head);
-    byId('explain-head-source').textContent = t.sourceTokens.map((p) => tokenLabel(p)).join(' ');
+    byId('explain-head-source').textContent = joinPieces(t.sourceTokens);
     byId('explain-head-source').lang = entry.src;
     drawWordPicker(byId('explain-head-picker'), t.sourceTokens, {
       selected: computed.i, lang: entry.src, onPick: (i) => { pick.query = i; render(); },

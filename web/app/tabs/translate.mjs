@@ -30,10 +30,11 @@ const setStatus = statusLine('model');
 /**
  * entries: the manifest's translators; the picker lists the main ones (one per language pair; the score-function
  * variants live in their tab). beam(): the beam width picked. onTranslation(translation | null, entry): each new
- * result (null: the last one is gone); onExplain(row): "Explain this word" for output token `row`. Resolves once
+ * result (null: the last one is gone); onExplain(row): "Explain this word" for output token `row`; onShare(params):
+ * the URL state the Attention explained tab shares with this one (model, beam, text, sentence). Resolves once
  * the first model is loaded (or found missing).
  */
-export async function setupTranslate({ entries, getModel, available, beam, onTranslation, onExplain }) {
+export async function setupTranslate({ entries, getModel, available, beam, onTranslation, onExplain, onShare = () => {} }) {
   const select = byId('model-select');
   const input = byId('translate-input');
   const button = byId('translate-run');
@@ -51,15 +52,15 @@ export async function setupTranslate({ entries, getModel, available, beam, onTra
     retry: () => selectModel(),
   });
 
-  // The Attention explained tab draws this tab's result, so a link to it carries the same state.
+  // The Attention explained tab draws this tab's result: onShare hands it the model, beam, input and sentence, to
+  // which it adds the word it explains (its own URL state).
   const share = () => {
     const params = {
       model: currentEntry()?.id, beam: beam(), text: input.value,
       sentence: state.results && state.results.length > 1 ? state.sentence + 1 : null,
-      word: state.pinned === null ? null : state.pinned + 1,
     };
-    publish('translate', params);
-    publish('explain', params);
+    publish('translate', { ...params, word: state.pinned === null ? null : state.pinned + 1 });
+    onShare(params);
   };
 
   function clearResult() {
@@ -276,9 +277,12 @@ export async function setupTranslate({ entries, getModel, available, beam, onTra
     const word = Number(saved.get('word')) - 1;
     const t = state.results?.[state.sentence].translation;
     if (t && word >= 0 && word < t.targetTokens.length) {
-      state.pinned = word;
-      relink(t);
+      // An Attention explained link's word is the one that tab explains, not a pick in this tab.
       if (saved.get('tab') === 'explain') onExplain(word);
+      else {
+        state.pinned = word;
+        relink(t);
+      }
     }
     share();
   }

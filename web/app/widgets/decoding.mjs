@@ -2,7 +2,7 @@
 // token looked follows it, and the search's tree: every hypothesis the beam kept at every step, with its
 // log-probabilities, and the one that won. The numbers are the engine's (a result's beamTree, asked for with
 // { beamTree: true }, and its attention); this module only draws them.
-import { el, tokenLabel } from '/app/ui.mjs';
+import { continuesWord, el, startsWord, tokenLabel } from '/app/ui.mjs';
 import { escapeXml, exportBar, hideTip, showTip } from '/app/widgets/figure.mjs';
 
 const PLAY_MS = 700;      // one token per this many milliseconds while playing
@@ -23,6 +23,8 @@ export function winningPath(tree) {
   return path;
 }
 
+// SentencePiece: a piece without "▁" continues the word before it, unless either is a special token.
+const attachesToWord = (piece, previous) => continuesWord(piece) && (startsWord(previous) || continuesWord(previous));
 const pieceText = (piece) => tokenLabel(piece) || piece;  // </s> reads "⟨end⟩", as in the heatmaps
 const signed = (x) => (x < 0 ? `−${(-x).toFixed(3)}` : x.toFixed(3));
 
@@ -52,10 +54,12 @@ export function nodeLines(tree, n, { beam, labelOf = pieceText, ranking = null }
 /**
  * Play / step / back controls over a result's output tokens, drawn into box. onStep(i): token i is being written
  * (null: the whole output, nothing singled out); describe(i): a line about step i (its numbers); labelOf(piece):
- * how a piece reads (a token's word by default); unit: what one step writes, for the sentences under the controls.
+ * how a piece reads (a token's word by default); unit: what one step writes, for the sentences under the controls;
+ * attaches(piece, previous): whether piece is written onto the previous one's word (SentencePiece's rule by default).
  * Returns { go(i), stop() } to move it from outside.
  */
-export function drawStepper(box, { pieces, lang, label, onStep, describe = () => '', labelOf = tokenLabel, unit = 'token' }) {
+export function drawStepper(box, { pieces, lang, label, onStep, describe = () => '', labelOf = tokenLabel, unit = 'token',
+                                    attaches = attachesToWord }) {
   let current = null;
   let timer = null;
   const count = pieces.length;
@@ -79,10 +83,18 @@ export function drawStepper(box, { pieces, lang, label, onStep, describe = () =>
   function go(i) {
     current = i === null ? null : Math.max(0, Math.min(count - 1, i));
     const shown = current === null ? count : current + 1;
-    written.replaceChildren(...pieces.slice(0, shown).map((piece, k) => el('span', {
-      className: `step-token${k === current ? ' current' : ''}`, text: labelOf(piece), attrs: { 'data-step': k },
-    })));
-    if (current !== null && current < count - 1) written.append(el('span', { className: 'step-caret', text: '▌', attrs: { 'aria-hidden': 'true' } }));
+    // One .step-word per word, as the detokenizer joins pieces: a piece that continues a word sits in its word's
+    // span with no gap ("Strand" "." reads "Strand."); the flex gap falls between words only.
+    const words = [];
+    pieces.slice(0, shown).forEach((piece, k) => {
+      // A bare "▁" (a space the next pieces' word starts with) reads "␣" only while it is the step being written.
+      const text = piece === '▁' && k !== current && labelOf === tokenLabel ? '' : labelOf(piece);
+      const token = el('span', { className: `step-token${k === current ? ' current' : ''}`, text, attrs: { 'data-step': k } });
+      if (k > 0 && attaches(piece, pieces[k - 1])) words.at(-1).append(token);
+      else words.push(el('span', { className: 'step-word' }, [token]));
+    });
+    if (current !== null && current < count - 1) words.push(el('span', { className: 'step-caret', text: '▌', attrs: { 'aria-hidden': 'true' } }));
+    written.replaceChildren(...words);
     box.dataset.step = current === null ? '' : String(current);
     where.textContent = current === null
       ? `${count} ${unit}${count === 1 ? '' : 's'}: press Step or Play to write them one at a time.`
