@@ -13,6 +13,7 @@ import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { modelControls } from '/app/widgets/model_controls.mjs';
 import { enableTab } from '/app/widgets/tablist.mjs';
 import { publish, restoreFor } from '/app/share.mjs';
+import { noticesFor } from '/app/widgets/text.mjs';
 import { drawBeamTree, drawStepper, winningPath } from '/app/widgets/decoding.mjs';
 import { canvasToPng, exportBar, heatmapSvg, hideTip, legend, matrixRows, showTip, weightLines } from '/app/widgets/figure.mjs';
 
@@ -105,6 +106,7 @@ function buildPanel(panel) {
     el('div', { className: 'result', attrs: { id: 'sp-result', hidden: '' } }, [
       el('h2', {}, ['Transcript ', el('span', { className: 'muted small', attrs: { id: 'sp-timing', 'data-testid': 'sp-timing' } })]),
       el('p', { className: 'output', attrs: { id: 'sp-output', 'data-testid': 'sp-output', 'aria-live': 'polite' } }),
+      el('div', { className: 'notices', attrs: { id: 'sp-notices', 'data-testid': 'sp-notices', hidden: '' } }),
       el('div', { attrs: { id: 'sp-chars', 'data-testid': 'sp-chars', role: 'group', 'aria-label': 'Characters: hover or focus to see their frames, click to play them' },
                   }),
       el('section', { className: 'steps', attrs: { id: 'sp-steps', 'data-testid': 'sp-steps', 'aria-labelledby': 'sp-steps-title' } }, [
@@ -291,6 +293,9 @@ function render(t, beam) {
   view.result = t;
   byId('sp-result').hidden = false;
   byId('sp-output').textContent = t.text || '(nothing: the model wrote no characters)';
+  const notes = noticesFor(t, { what: 'The transcript', unit: 'character' });  // finished: false is a length stop
+  byId('sp-notices').replaceChildren(...notes.map((text) => el('p', { className: 'notice', text })));
+  byId('sp-notices').hidden = notes.length === 0;
   const seconds = t.spectrogram.frames / 100;
   byId('sp-timing').textContent = `${seconds.toFixed(1)} s of audio transcribed in ${Math.round(t.timeMs)} ms ` +
     `(beam ${beam})`;
@@ -440,6 +445,7 @@ function drawSteps(t, beam) {
   });
   view.stepper = drawStepper(byId('sp-stepper'), {
     pieces: t.characters, lang: 'en', label: 'Transcript', unit: 'character', labelOf: charLabel,
+    attaches: () => false,  // one character a step, each its own item so a long transcript wraps
     describe: (i) => {
       const node = tree?.nodes[path[i]];
       const numbers = node ? ` log p ${node.logProbability.toFixed(3)}, Σ log p ${node.cumulative.toFixed(3)}.` : '';

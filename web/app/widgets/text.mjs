@@ -41,12 +41,16 @@ export const automaticMaxLength = (sourceTokens) => Math.floor(1.5 * sourceToken
 
 export function stoppedAtMaxLength(result) {
   if (typeof result.stopReason === 'string') return /length|limit/i.test(result.stopReason);
+  if (typeof result.finished === 'boolean') return !result.finished;  // a transcript: the model ended it or not
   if (!Array.isArray(result.targetTokens) || !Array.isArray(result.sourceTokens)) return false;
   return result.targetTokens.length >= automaticMaxLength(result.sourceTokens.length);
 }
 
-/** The notices of one result, as sentences: its warnings (when the engine returns them) and a length stop. */
-export function noticesFor(result, { what = 'The translation' } = {}) {
+/**
+ * The notices of one result, as sentences: its warnings (when the engine returns them) and a length stop (a
+ * translation's stopReason, a transcript's finished: false). unit: what the result counts (its tokens, characters).
+ */
+export function noticesFor(result, { what = 'The translation', unit = 'token' } = {}) {
   const notes = [];
   for (const warning of Array.isArray(result.warnings) ? result.warnings : []) {
     if (warning?.code === 'MAX_LENGTH') continue;   // said once, with the token count, below
@@ -54,9 +58,9 @@ export function noticesFor(result, { what = 'The translation' } = {}) {
     if (text) notes.push(`${what}: ${text}`);
   }
   if (stoppedAtMaxLength(result)) {
-    const n = (result.targetTokens ?? result.tokens ?? []).length;
-    notes.push(`${what} stopped at the maximum length (${n} tokens) before the model wrote its end token: the ` +
-               'end is missing, and a word repeated over and over is a model that lost its place.');
+    const n = (result.targetTokens ?? result.tokens ?? result.characters ?? []).length;
+    notes.push(`${what} stopped at the maximum length (${n} ${unit}${n === 1 ? '' : 's'}) before the model wrote ` +
+               'its end token: the end is missing, and a word repeated over and over is a model that lost its place.');
   }
   return notes;
 }
