@@ -2,6 +2,7 @@
 // Prints a table, then as its LAST line one JSON object that bench/bench_kernels.mjs parses:
 //   {"simd": "<simd_name()>", "results": {"gemm_nt_256_f32": {"simd_gflops": x, "scalar_gflops": y}, ...}}
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -285,6 +286,110 @@ int main(int argc, char** argv) {
                             [&] { k::gemm_nt_q8_q8(M, N, K, X.data(), K, Wbig_q.data(), Y.data(), N, false, s4.data()); },
                             before);
                 }
+            }
+        }
+        attnlab::set_threads(0);
+    }
+    if (std::string("wake_").find(only) != std::string::npos && attnlab::max_threads() >= 2) {
+        // How long a worker that went to sleep (idle past its spin) takes to take a piece: the caller runs piece 0,
+        // which waits (up to 50 ms) for piece 1 to start on the worker. Idle gaps of 0.02-5 ms before each call.
+        attnlab::set_threads(2);
+        using clock = std::chrono::steady_clock;
+        for (double gap_ms : {0.02, 0.2, 1.0, 5.0}) {
+            std::vector<double> waits;
+            int missed = 0;
+            for (int trial = 0; trial < 40; ++trial) {
+                const auto idle_until = clock::now() + std::chrono::microseconds(int(gap_ms * 1000));
+                while (clock::now() < idle_until) {
+                }
+                std::atomic<long long> started{-1};
+                const auto t0 = clock::now();
+                attnlab::parallel::parallel_for(2, 1, 1e12, [&](int begin, int end) {
+                    if (begin >= 1) {  // piece 1, on the worker or, after the deadline, on the caller
+                        started.store(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count());
+                        return;
+                    }
+                    if (end >= 2) return;  // not split
+                    const auto deadline = clock::now() + std::chrono::milliseconds(50);
+                    while (started.load() < 0 && clock::now() < deadline) {
+                    }
+                });
+                if (started.load() < 0 || started.load() >= 50'000'000) ++missed;
+                else waits.push_back(started.load() * 1e-3);
+            }
+            std::sort(waits.begin(), waits.end());
+            std::printf("wake_after_%.2fms: median %.1f us, max %.1f us, worker not in 50 ms: %d of 40\n", gap_ms,
+                        waits.empty() ? -1.0 : waits[waits.size() / 2], waits.empty() ? -1.0 : waits.back(), missed);
+            std::fflush(stdout);
+        }
+        attnlab::set_threads(0);
+    }
+    {
+        // How an int8 product gains from the second thread by how it is split (issue 20): split_MxN_pP runs the
+        // N weight rows as P contiguous pieces of whole 64-row groups over the pool at 2 threads (P = 0: as
+        // gemm_nt_q8_q8 splits it itself), against the same product on the calling thread alone, interleaved;
+        // "new" is the split one, so the ratio is the speedup. _mP splits the activation rows instead (every piece
+        // reads all the weights). The activations are quantized once, outside the timing of both.
+        const int K = 512, blocks = K / k::kQ8BlockSize, most = std::min(2, attnlab::max_threads());
+        const auto X = random_floats((size_t)32 * K, 9);
+        const auto Wf = random_floats((size_t)8000 * K, 10);
+        std::vector<k::BlockQ8_0> Wq8(Wf.size() / k::kQ8BlockSize);
+        k::quantize_q8_0(Wf.data(), Wf.size(), Wq8.data());
+        std::vector<int16_t> values((size_t)32 * K);
+        std::vector<float> xscales((size_t)32 * blocks), Y((size_t)32 * 8000);
+        k::quantize_activations_q8(32, K, X.data(), K, values.data(), xscales.data());
+        if (most >= 2) attnlab::set_threads(2);
+        if (most >= 2) {
+            // The log-softmax after the 8000-output projection: all 32 rows in one call (split over the pool)
+            // against a call per row, as a beam search step makes them (on the calling thread).
+            std::vector<float> logits = random_floats((size_t)32 * 8000, 11), work = logits;
+            compare("split_logsoftmax_32x8000", 32.0 * 8000,
+                    [&] {
+                        std::copy(logits.begin(), logits.end(), work.begin());
+                        k::log_softmax_rows(32, 8000, work.data(), 8000);
+                    },
+                    [&] {
+                        std::copy(logits.begin(), logits.end(), work.begin());
+                        for (int r = 0; r < 32; ++r) k::log_softmax_rows(1, 8000, work.data() + (size_t)r * 8000, 8000);
+                    });
+        }
+        for (int N : {512, 1536, 8000}) {
+            const auto s4 = k::q8_scales_by4(Wq8.data(), N, K);
+            for (int M : {1, 4, 8, 32}) {
+                const double flops = 2.0 * M * N * K;
+                auto rows = [&](int m0, int m1, int n0, int n1) {
+                    k::gemm_q8_q8_quantized(m1 - m0, n1 - n0, K, values.data() + (size_t)m0 * K,
+                                            xscales.data() + (size_t)m0 * blocks, Wq8.data() + (size_t)n0 * blocks,
+                                            Y.data() + (size_t)m0 * N + n0, N, false, s4.data() + (size_t)n0 * blocks);
+                };
+                auto serial = [&] { rows(0, M, 0, N); };
+                const std::string shape = std::to_string(M) + "x" + std::to_string(N);
+                if (most < 2) continue;
+                compare("split_" + shape + "_p0", flops,
+                        [&] { k::gemm_nt_q8_q8(M, N, K, X.data(), K, Wq8.data(), Y.data(), N, false, s4.data()); },
+                        [&] {
+                            k::quantize_activations_q8(M, K, X.data(), K, values.data(), xscales.data());
+                            serial();
+                        });
+                for (int P : {2, 4, 8}) {
+                    const int groups = N / 64;
+                    if (P > groups) continue;
+                    compare("split_" + shape + "_p" + std::to_string(P), flops,
+                            [&] {
+                                attnlab::parallel::parallel_for(P, 1, 1e12, [&](int begin, int end) {
+                                    rows(0, M, begin * groups / P * 64, end == P ? N : end * groups / P * 64);
+                                });
+                            },
+                            serial);
+                }
+                if (M >= 8)
+                    compare("split_" + shape + "_m2", flops,
+                            [&] {
+                                attnlab::parallel::parallel_for(2, 1, 1e12, [&](int begin, int end) {
+                                    rows(begin * M / 2, end * M / 2, 0, N);
+                                });
+                            },
+                            serial);
             }
         }
         attnlab::set_threads(0);

@@ -189,7 +189,7 @@ TEST_CASE("GEMM and GEMV split over threads: the same bits as one thread") {
         // Q8_0 weights: K a multiple of 32; M = 1, 3 (gemm_nt_q8's per-row GEMV) and 5 (its dequantized panels).
         for (int M : {1, 3, 5}) {
             CAPTURE(M);
-            const int N = 64 * 9 + 5, K = 256;
+            const int N = 64 * 9 + 5, K = 512;  // M = 1 is still above kMinParallelWork, so it is split
             const std::vector<float> A = test::random_vector((size_t)M * K, 5);
             const std::vector<kernels::BlockQ8_0> B = quantized(test::random_vector((size_t)N * K, 6));
             const std::vector<float> scales4 = kernels::q8_scales_by4(B.data(), N, K);
@@ -207,7 +207,33 @@ TEST_CASE("GEMM and GEMV split over threads: the same bits as one thread") {
                 });
             }
         }
-        const int M = 64 * 11 + 3, N = 320;
+        // The softmaxes split rows: 37 rows of 8000 logits (a batched step's output), a per-row mask and a
+        // broadcast one, the odd last piece included.
+        {
+            const int rows = 37, cols = 8000;
+            const std::vector<float> logits = test::random_vector((size_t)rows * cols, 13);
+            std::vector<uint8_t> mask((size_t)rows * cols);
+            for (size_t i = 0; i < mask.size(); ++i) mask[i] = (i * 7919) % 11 != 0;
+            for (size_t c = 0; c < (size_t)cols; ++c) mask[5 * cols + c] = 0;  // a fully masked row
+            for (int ldm : {cols, 0}) {
+                check_thread_invariant("log_softmax_rows", [&] {
+                    std::vector<float> x = logits;
+                    kernels::log_softmax_rows(rows, cols, x.data(), cols, mask.data(), ldm);
+                    return x;
+                });
+                check_thread_invariant("softmax_rows", [&] {
+                    std::vector<float> x = logits;
+                    kernels::softmax_rows(rows, cols, x.data(), cols, mask.data(), ldm);
+                    return x;
+                });
+            }
+            check_thread_invariant("log_softmax_rows unmasked", [&] {
+                std::vector<float> x = logits;
+                kernels::log_softmax_rows(rows, cols, x.data(), cols);
+                return x;
+            });
+        }
+        const int M = 64 * 11 + 3, N = 416;  // M·N above kMinParallelWork; N a multiple of 32 for Q8_0
         const std::vector<float> W = test::random_vector((size_t)M * N, 8);
         const std::vector<float> x = test::random_vector(N, 9);
         const std::vector<float> xt = test::random_vector(N, 10);

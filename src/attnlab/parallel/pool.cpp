@@ -211,10 +211,10 @@ private:
     }
 
     // Pieces of whole grains (piece k starts at k·piece, the last one takes the remainder): at most
-    // kPiecesPerThread per thread and none below half the serial threshold. 1: run serially.
+    // kPiecesPerThread per thread and none below kMinPieceWork. 1: run serially.
     static int count_pieces(int count, int grain, double work, int threads) {
         if (threads <= 1 || work < parallel::kMinParallelWork || count < 2 * grain) return 1;
-        const double by_work = work / (parallel::kMinParallelWork / 2);
+        const double by_work = work / parallel::kMinPieceWork;
         return static_cast<int>(std::min({static_cast<double>(count / grain),
                                           static_cast<double>(threads * kPiecesPerThread), by_work}));
     }
