@@ -5,7 +5,7 @@
 
 For every models/manifest.json entry with task "translate" and dtype "f16" (an RNN or a Transformer), the GGUF is
 dequantized back into the PyTorch model (attnlab.eval.translate's loader, by general.architecture) and
-the first --sentences lines of the pair's test split are translated greedily, keeping each step's attention
+the first --sentences lines of the test split of the corpus it was trained on are translated greedily, keeping each step's attention
 weights (for a Transformer: every layer's and head's encoder self-, decoder self- and cross-attention). Written to
 build/golden/shipped/<id>.expected.gguf (or $ATTNLAB_GOLDEN_DIR/shipped) in the layout of attnlab.golden.rnn's
 *.expected.gguf, plus `expected.model_file` (the repo-relative GGUF path), and build/golden/shipped/index.txt with
@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from attnlab.data.pairs import encode_source, load_tokenizers, pair_paths, read_split
-from attnlab.eval.translate import load_translator
+from attnlab.eval.translate import load_translator, training_corpus
 from attnlab.gguf.writer import GGUFWriter
 from attnlab.golden.rnn import greedy_with_attention
 from attnlab.nn import transformer
@@ -52,7 +52,8 @@ def write_expected(entry, sentences, out_dir):
     is_transformer = family is transformer
     if is_transformer != (entry["arch"] == "transformer"):
         raise SystemExit(f"{entry['file']}: the manifest's arch {entry['arch']!r} is not the file's")
-    paths = pair_paths(pair)
+    # The tokenizers (and test split) of the corpus the file was trained on (attnlab.training_corpus).
+    paths = pair_paths(pair, corpus=training_corpus(os.path.join(ROOT, entry["file"])))
     sp_src, sp_tgt = load_tokenizers(paths)
     lines = read_split(paths, "test", sentences)[0]
     path = os.path.join(out_dir, entry["id"] + ".expected.gguf")

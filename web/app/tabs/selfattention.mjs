@@ -21,8 +21,8 @@ import { publish, restoreFor } from '/app/share.mjs';
 import { drawNeuronView } from '/app/widgets/neuron.mjs';
 
 // The first two samples are the long-range ones: a pronoun ("she", "her") refers back to a noun words earlier.
-// Every sample is whole words in the Multi30k tokenizers the Transformers use (no word split into pieces), and
-// in the kind of sentence they learned from (descriptions of photos).
+// Every sample is whole words in the broad (Tatoeba + Multi30k) tokenizers the Transformers use (no word split into
+// pieces), and in the kind of sentence they learned from.
 const SAMPLES = {
   en: ['The woman is holding her baby while she walks.',
        'A girl in a red dress is playing with her dog on the grass.',
