@@ -142,7 +142,10 @@ std::string Model::architecture() const { return impl_->architecture; }
 std::string Model::task() const { return impl_->task; }
 
 bool Model::recognizes_images() const {
-    return impl_->captioner.has_value() && impl_->captioner->has_encoder && impl_->captioner->encoder.has_classifier;
+    // The labels are optional in a MobileNetV2 file; naming classes needs one per class.
+    if (!impl_->captioner.has_value() || !impl_->captioner->has_encoder) return false;
+    const models::MobileNetV2& encoder = impl_->captioner->encoder;
+    return encoder.has_classifier && int(encoder.labels.size()) == encoder.classifier.out;
 }
 const gguf::File& Model::file() const { return impl_->file; }
 
@@ -484,8 +487,8 @@ Caption Model::caption(const uint8_t* rgba, int width, int height, const Caption
           ErrorKind::model);
     const std::size_t bytes = static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 4;
     check(!options.recognize || recognizes_images(),
-          "this captioner file has no ImageNet classifier, so it cannot say what the image encoder recognises "
-          "(recognize needs a file exported with it: models/captioner-flickr8k.md)",
+          "this captioner file has no ImageNet classifier with class names, so it cannot say what the image encoder "
+          "recognises (recognize needs a file exported with it: models/captioner-flickr8k.md)",
           ErrorKind::model);
     const models::MobileNetOutput encoded =
         models::caption_encode(*m.captioner, rgba, bytes, width, height, options.recognize);

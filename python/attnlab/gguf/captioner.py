@@ -66,7 +66,7 @@ from attnlab.gguf import mobilenet
 from attnlab.gguf.mobilenet import add_mobilenet
 from attnlab.gguf.reader import read_gguf_raw, read_gguf_tensors
 from attnlab.gguf.tokenizer import add_tokenizer, read_spm_model
-from attnlab.gguf.writer import GGUFWriter
+from attnlab.gguf.writer import DEFAULT_ALIGNMENT, GGUFWriter
 from attnlab.nn import mobilenet_v2 as mnv2
 from attnlab.nn import show_attend_tell as sat
 from attnlab.paths import ROOT
@@ -202,9 +202,10 @@ def add_classifier_to(path, out, dtype):
         raise SystemExit(f"{path} has no image encoder (exported with --no-encoder)")
     if meta.get(mobilenet.KEY + "has_classifier"):
         raise SystemExit(f"{path} already holds the classifier")
-    w = GGUFWriter(out)
+    # The data section is laid out at the source's alignment, which the constructor records as general.alignment.
+    w = GGUFWriter(out, alignment=meta.get("general.alignment", DEFAULT_ALIGNMENT))
     for key, type_name, element, value, payload in kvs:
-        if key != mobilenet.KEY + "has_classifier":
+        if key not in (mobilenet.KEY + "has_classifier", "general.alignment"):
             w.copy_value(key, type_name, element, value, payload)
     for tensor in tensors:
         w.copy_tensor(*tensor)
