@@ -51,17 +51,16 @@ class TrainQueueTest(unittest.TestCase):
                 importlib.import_module(module).parse_args(args)
 
     def test_finetuning_starts_from_best_checkpoint_else_carried_weights(self):
-        carried = os.path.join(ROOT, "models", "training", "transformer-en-de-broad.f16.gguf")
-        if not os.path.exists(carried):
-            self.skipTest("no carried weights in models/training")
-        with tempfile.TemporaryDirectory() as ckpt:
-            argv = queue_commands(ckpt)["transformer-en-de-broad-ft"]
-            init = argv[argv.index("--init") + 1]
-            self.assertEqual(init, "models/training/transformer-en-de-broad.f16.gguf")
+        # Nothing of the fine-tuning run itself carried: it starts from the broad run's best.pt, else its file.
+        with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
+            carried = os.path.join(carried_dir, "transformer-en-de-broad.f16.gguf")
+            open(carried, "wb").close()
+            argv = queue_commands(ckpt, carried_dir)["transformer-en-de-broad-ft"]
+            self.assertEqual(argv[argv.index("--init") + 1], carried)
             self.assertEqual(argv[argv.index("--dropout") + 1], "0.2")
             os.makedirs(os.path.join(ckpt, "transformer-en-de-broad"))
             open(os.path.join(ckpt, "transformer-en-de-broad", "best.pt"), "wb").close()
-            argv = queue_commands(ckpt)["transformer-en-de-broad-ft"]
+            argv = queue_commands(ckpt, carried_dir)["transformer-en-de-broad-ft"]
             self.assertEqual(argv[argv.index("--init") + 1], os.path.join(ckpt, "transformer-en-de-broad", "best.pt"))
             self.assertNotIn("--dropout", argv)
 
