@@ -249,8 +249,8 @@ void gemm_nt_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B
 namespace {
 
 // The activations of one int8 product, quantized once on the calling thread before the pool splits the weight
-// rows: each piece used to quantize all of them again, which at a paragraph's 32 rows cost as much as its share
-// of the product and made 2 threads slower than 1 (docs/performance.md, "Q8_0 and threads").
+// rows: quantizing them in every piece would, at a paragraph's 32 rows, cost as much as the piece's share of the
+// product and make 2 threads slower than 1 (docs/performance.md, "Q8_0 and threads").
 struct QuantizedRows {
     std::vector<int16_t> values;
     std::vector<float> scales;
@@ -363,8 +363,8 @@ void bias_act(int rows, int cols, float* y, int ldy, const float* bias, Activati
 void activate(float* x, std::size_t n, Activation act) { ATTNLAB_DISPATCH(activate(x, n, act)) }
 // The row-wise softmaxes split their rows over the pool (each row is computed alone, so the bits do not depend on
 // the split): a batched step's 32 rows of 8000 logits (beam 4 × 8 sentences) are ~2 Mi multiply-adds' worth of
-// exponentials, as long as a 512×512 int8 product of the same rows, and ran on the calling thread while the
-// projection before them ran on two. The cost per element counts one exp as ~8 multiply-adds.
+// exponentials, as long as a 512×512 int8 product of the same rows: on one thread they would wait while the
+// projection before them runs on two. The cost per element counts one exp as ~8 multiply-adds.
 constexpr double kSoftmaxWorkPerElement = 8.0;
 void softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask, int ldm) {
     if (rows < 2 || cols <= 0 || ldx < cols) {

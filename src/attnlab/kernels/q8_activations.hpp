@@ -1,5 +1,6 @@
 #pragma once
-// Activations quantized to Q8_0 for the int8 products (q8_kernels.cpp, and the benchmark's row-by-row variants).
+// Activations quantized to Q8_0 for the benchmark's row-by-row int8 variants (bench/bench_kernels.cpp,
+// bench/variants/q8_int8.cpp); the engine's own products quantize in q8_kernels.cpp.
 #include <cstdint>
 #include <vector>
 

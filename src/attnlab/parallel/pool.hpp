@@ -17,7 +17,7 @@ namespace attnlab::parallel {
 constexpr int kMaxThreads = 64;
 // The least work, in multiply-adds, a piece is given: handing one to a worker costs ~1 µs when it spins and tens
 // when it sleeps, and every piece is a claim on a cache line both cores write, while an int8 512×512 GEMV (256 Ki
-// multiply-adds) takes ~4 µs on one core natively and ~6 µs in wasm; the old rule's 32 Ki pieces made it 8 round
+// multiply-adds) takes ~4 µs on one core natively and ~6 µs in wasm: cut into 32 Ki pieces it would be 8 round
 // trips at 2 threads. (bench_kernels split_ compares piece counts; on the shared 2-core machine it was measured on,
 // the spread hid any difference: docs/performance.md, "Q8_0 and threads".)
 constexpr double kMinPieceWork = 131072.0;
