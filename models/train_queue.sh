@@ -68,7 +68,7 @@ speech_las() {
 variant="--emb 128 --enc-hidden 128 --dec-hidden 256 --attn-dim 256 --epochs 3"
 finetune="--multi30k-repeat 2 --broad-share 0.3 --lr 3e-4 --warmup 200 --epochs 6"
 # A fine-tuning run carried mid-way goes on at about the learning rate it had reached (its schedule's step is lost with
-# the optimizer: after two epochs, ~2,100 steps, the schedule was at 9e-5; 1e-4 after 400 steps then decays about as
+# the optimizer: after three epochs, ~3,000 steps, the schedule was at 7.7e-5; 1e-4 after 400 steps then decays about as
 # it would have), the broad runs' dropout (a GGUF init takes it from the command line), and its job passes a seed
 # past the epochs it has done (1234 + done), so its epochs draw other Tatoeba samples than those it has seen
 # (attnlab.data.mix).
@@ -98,8 +98,8 @@ jobs=(
   # (beam 4, engine: EN->DE 35.34, DE->EN 41.10) but
   # not Multi30k's (attnlab.data.mix): Multi30k twice per epoch and a new 30% of the other pairs (~1,070 steps, 65% of
   # the tokens Multi30k), a fresh optimizer, peak lr 3e-4 after 200 steps.
-  "transformer-en-de-broad-ft|-m attnlab.train.transformer --pair en-de --corpus broad $finetune $(carried transformer-en-de-broad-ft 4 "$finetune_carried --seed 1236" "--init @best_or_carried:transformer-en-de-broad@")"
-  "transformer-de-en-broad-ft|-m attnlab.train.transformer --pair de-en --corpus broad $finetune $(carried transformer-de-en-broad-ft 4 "$finetune_carried --seed 1236" "--init @best_or_carried:transformer-de-en-broad@")"
+  "transformer-en-de-broad-ft|-m attnlab.train.transformer --pair en-de --corpus broad $finetune $(carried transformer-en-de-broad-ft 3 "$finetune_carried --seed 1237" "--init @best_or_carried:transformer-en-de-broad@")"
+  "transformer-de-en-broad-ft|-m attnlab.train.transformer --pair de-en --corpus broad $finetune $(carried transformer-de-en-broad-ft 3 "$finetune_carried --seed 1237" "--init @best_or_carried:transformer-de-en-broad@")"
   "bahdanau-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --epochs 12"
   "bahdanau-de-en-broad|-m attnlab.train.rnn --pair de-en --corpus broad --epochs 12"
   "luong-dot-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score dot $variant"
