@@ -73,6 +73,7 @@ async function waitForTranscript(p, previous) {
   await p.waitForFunction((before) => {
     const error = document.getElementById('sp-error');
     const result = document.getElementById('sp-result');
+    if (!error || !result) return false;  // a page opened on a link may not have built the tab yet
     return !error.hidden || (!result.hidden && document.getElementById('sp-timing').textContent !== before);
   }, previous, { timeout: 60_000 });
   assert.equal(await p.locator('#sp-error').isHidden(), true, `the page reported: ${await p.locator('#sp-error').textContent()}`);
