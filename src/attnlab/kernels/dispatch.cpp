@@ -15,6 +15,7 @@
 #include "attnlab/kernels/conv.hpp"
 #include "attnlab/kernels/gemm.hpp"
 #include "attnlab/kernels/kernels.hpp"
+#include "attnlab/kernels/q8_activations.hpp"
 #include "attnlab/parallel/pool.hpp"
 
 // CMake defines these to 1 for the targets it compiled.
@@ -251,15 +252,9 @@ namespace {
 // The activations of one int8 product, quantized once on the calling thread before the pool splits the weight
 // rows: quantizing them in every piece would, at a paragraph's 32 rows, cost as much as the piece's share of the
 // product and make 2 threads slower than 1 (docs/performance.md, "Q8_0 and threads").
-struct QuantizedRows {
-    std::vector<int16_t> values;
-    std::vector<float> scales;
-};
-
-QuantizedRows& quantize_rows(int rows, int K, const float* A, int lda) {
-    thread_local QuantizedRows q;  // the caller's; a parallel call does not re-enter itself on one thread
-    q.values.resize((size_t)rows * K);
-    q.scales.resize((size_t)rows * (K / kQ8BlockSize));
+const detail::QuantizedRows& quantize_rows(int rows, int K, const float* A, int lda) {
+    thread_local detail::QuantizedRows q;  // the caller's; a parallel call does not re-enter itself on one thread
+    q.fit(rows, K);
     quantize_activations_q8(rows, K, A, lda, q.values.data(), q.scales.data());
     return q;
 }
@@ -273,7 +268,7 @@ void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0
     }
     active();
     const int blocks = K / kQ8BlockSize;
-    const QuantizedRows& q = quantize_rows(M, K, A, lda);
+    const detail::QuantizedRows& q = quantize_rows(M, K, A, lda);
     parallel::parallel_for(N, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
         ATTNLAB_DISPATCH(gemm_q8_q8_quantized(M, end - begin, K, q.values.data(), q.scales.data(),
                                               B + (size_t)begin * blocks, C + begin, ldc, accumulate,
@@ -343,7 +338,7 @@ void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool
     }
     active();
     const int blocks = N / kQ8BlockSize;
-    const QuantizedRows& q = quantize_rows(1, N, x, N);
+    const detail::QuantizedRows& q = quantize_rows(1, N, x, N);
     parallel::parallel_for(M, kSplitGrain, work_of(M, N), [&](int begin, int end) {
         ATTNLAB_DISPATCH(gemm_q8_q8_quantized(1, end - begin, N, q.values.data(), q.scales.data(),
                                               W + (size_t)begin * blocks, y + begin, end - begin, accumulate,
@@ -366,24 +361,23 @@ void activate(float* x, std::size_t n, Activation act) { ATTNLAB_DISPATCH(activa
 // exponentials, as long as a 512×512 int8 product of the same rows: on one thread they would wait while the
 // projection before them runs on two. The cost per element counts one exp as ~8 multiply-adds.
 constexpr double kSoftmaxWorkPerElement = 8.0;
-void softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask, int ldm) {
-    if (rows < 2 || cols <= 0 || ldx < cols) {
-        ATTNLAB_DISPATCH(softmax_rows(rows, cols, x, ldx, mask, ldm))
-    }
+// kernel(n, x_rows, mask_rows) runs one dispatched row-wise softmax over n rows.
+template <typename RowsKernel>
+void split_softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask, int ldm, const RowsKernel& kernel) {
+    if (rows < 2 || cols <= 0 || ldx < cols) return kernel(rows, x, mask);
     active();
     parallel::parallel_for(rows, 1, work_of(rows, cols, 1) * kSoftmaxWorkPerElement, [&](int begin, int end) {
-        ATTNLAB_DISPATCH(softmax_rows(end - begin, cols, x + (size_t)begin * ldx, ldx,
-                                      mask ? mask + (size_t)begin * ldm : nullptr, ldm))
+        kernel(end - begin, x + (size_t)begin * ldx, mask ? mask + (size_t)begin * ldm : nullptr);
+    });
+}
+void softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask, int ldm) {
+    split_softmax_rows(rows, cols, x, ldx, mask, ldm, [&](int n, float* xs, const uint8_t* ms) {
+        ATTNLAB_DISPATCH(softmax_rows(n, cols, xs, ldx, ms, ldm))
     });
 }
 void log_softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask, int ldm) {
-    if (rows < 2 || cols <= 0 || ldx < cols) {
-        ATTNLAB_DISPATCH(log_softmax_rows(rows, cols, x, ldx, mask, ldm))
-    }
-    active();
-    parallel::parallel_for(rows, 1, work_of(rows, cols, 1) * kSoftmaxWorkPerElement, [&](int begin, int end) {
-        ATTNLAB_DISPATCH(log_softmax_rows(end - begin, cols, x + (size_t)begin * ldx, ldx,
-                                          mask ? mask + (size_t)begin * ldm : nullptr, ldm))
+    split_softmax_rows(rows, cols, x, ldx, mask, ldm, [&](int n, float* xs, const uint8_t* ms) {
+        ATTNLAB_DISPATCH(log_softmax_rows(n, cols, xs, ldx, ms, ldm))
     });
 }
 void layer_norm_rows(int rows, int cols, const float* x, float* y, const float* gamma, const float* beta, float eps) {

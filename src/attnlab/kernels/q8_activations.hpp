@@ -1,6 +1,7 @@
 #pragma once
-// Activations quantized to Q8_0 for the benchmark's row-by-row int8 variants (bench/bench_kernels.cpp,
-// bench/variants/q8_int8.cpp); the engine's own products quantize in q8_kernels.cpp.
+// Activations quantized to Q8_0: the buffers the int8 products quantize into (QuantizedRows: q8_kernels.cpp and
+// the dispatcher, dispatch.cpp), and the scalar rule the benchmark's row-by-row variants use (QuantizedActivations:
+// bench/bench_kernels.cpp, bench/variants/q8_int8.cpp).
 #include <cstdint>
 #include <vector>
 
@@ -8,6 +9,17 @@
 #include "attnlab/kernels/kernels.hpp"
 
 namespace attnlab::kernels::detail {
+
+// Room for rows × n activations quantized by quantize_activations_q8: values [rows, n], scales [rows, n / 32].
+// One per thread (thread_local at the user), reused between calls.
+struct QuantizedRows {
+    std::vector<int16_t> values;
+    std::vector<float> scales;
+    void fit(int rows, int n) {
+        values.resize((size_t)rows * n);
+        scales.resize((size_t)rows * (n / kQ8BlockSize));
+    }
+};
 
 // x[n], or each row of x[rows, n], quantized to Q8_0 and widened: int16 values (what the SIMD multiply-add reads)
 // and one float scale per block. Buffers reused between calls (single-threaded engine; thread_local to stay safe).

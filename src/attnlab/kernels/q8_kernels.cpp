@@ -23,6 +23,7 @@
 
 #include "attnlab/kernels/detail.hpp"
 #include "attnlab/kernels/kernels.hpp"
+#include "attnlab/kernels/q8_activations.hpp"
 #include "attnlab/kernels/simd.hpp"
 
 namespace attnlab::kernels::ATTNLAB_KERNEL_TARGET {
@@ -118,18 +119,9 @@ void q8_q8_multi_rows(int M, int N, int blocks, const BlockQ8_0* W, const int16_
 }
 
 
-// Scratch for the activations quantized by the target-level entry points below (the dispatcher keeps its own):
-// one per thread, reused between calls.
-struct Scratch {
-    std::vector<int16_t> values;
-    std::vector<float> scales;
-    void fit(int rows, int n) {
-        values.resize((size_t)rows * n);
-        scales.resize((size_t)rows * (n / kQ8BlockSize));
-    }
-};
-Scratch& scratch() {
-    thread_local Scratch s;
+// The activations quantized by the target-level entry points below (the dispatcher keeps its own).
+detail::QuantizedRows& scratch() {
+    thread_local detail::QuantizedRows s;
     return s;
 }
 
@@ -156,7 +148,7 @@ void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0
     detail::check_gemm("gemm_nt_q8_q8", M, N, K, lda, K, K, K, ldc);
     detail::check_q8_width("gemm_nt_q8_q8", K);
     if (M == 0 || N == 0) return;
-    Scratch& s = scratch();
+    detail::QuantizedRows& s = scratch();
     s.fit(M, K);
     quantize_activations_q8(M, K, A, lda, s.values.data(), s.scales.data());
     gemm_q8_q8_quantized(M, N, K, s.values.data(), s.scales.data(), B, C, ldc, accumulate, scales4);
@@ -166,7 +158,7 @@ void gemv_q8_q8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool
     detail::check_gemv("gemv_q8_q8", M, N, N);
     detail::check_q8_width("gemv_q8_q8", N);
     if (M == 0) return;
-    Scratch& s = scratch();
+    detail::QuantizedRows& s = scratch();
     s.fit(1, N);
     quantize_activations_q8(1, N, x, N, s.values.data(), s.scales.data());
     // One activation row: q8_q8_rows with y as row 0 of C (ldc unused).
