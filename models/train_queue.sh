@@ -28,12 +28,13 @@ features=$ckpt/features
 # A run carried from another machine (models/training/NAME.f16.gguf, its README) starts from those weights where no
 # checkpoint exists, and later resumes of that same run keep its flags (its train.log names the file); a checkpoint
 # of the run the file was exported from (the machine that carried it) resumes with that run's own flags.
-#   carried NAME LEFT CONTINUE FRESH
+#   carried NAME LEFT CONTINUE FRESH [DIR]
+# DIR: where NAME.f16.gguf is looked for (default: models/training, or ATTNLAB_CARRIED_DIR in tests).
 # LEFT: the epochs the carried run has left (models/training/README.md); 0 = it is complete, so the job is skipped.
 # CONTINUE: the flags of the continuation besides --init and --epochs (a fresh Adam needs its own short warm-up).
 # FRESH: the flags where nothing is carried.
 carried() {
-  local file=$carried_dir/$1.f16.gguf
+  local file=${5:-$carried_dir}/$1.f16.gguf
   if [ -f "$file" ] && { [ ! -f "$ckpt/$1/last.pt" ] || grep -q "weights from $file" "$ckpt/$1/train.log" 2>/dev/null; }; then
     if [ "$2" = 0 ]; then echo "@complete@"; else echo "--init $file $3 --epochs $2"; fi
   else
@@ -59,8 +60,7 @@ speech_las() {
      ! grep -q "weights from models/weights/speech-las.f16.gguf" "$ckpt/speech-las/train.log" 2>/dev/null; then
     carried speech-las "$1" "$3" ""
   else
-    local carried_dir=models/weights   # carried reads it: the shipped file takes the carried one's place
-    carried speech-las "$2" "$3" ""
+    carried speech-las "$2" "$3" "" models/weights   # the shipped file takes the carried one's place
   fi
 }
 # The score-function comparison: four EN->DE models that differ only in the score (additive-small is the control
