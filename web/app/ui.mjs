@@ -30,6 +30,10 @@ export function showError(node, error) {
 // SentencePiece marks a word start with "▁"; any other piece continues the previous word.
 export const startsWord = (piece) => piece.startsWith('▁');
 export const continuesWord = (piece) => !startsWord(piece) && piece !== '</s>' && piece !== '<s>';
+// SentencePiece's rule, as the detokenizer joins: a piece without "▁" is written onto the word before it, unless
+// either is a special token.
+export const attachesToPrevious = (piece, previous) =>
+  continuesWord(piece) && (startsWord(previous) || continuesWord(previous));
 
 // A piece as a word: without the "▁", the special tokens spelled out. continuation: '' shows a continuing piece
 // as it is (for layouts that join it to the previous one, see continuesWord); '·' marks it where nothing can
@@ -49,13 +53,12 @@ export function tokenLabel(piece, { continuation = '' } = {}) {
 export function joinPieces(pieces) {
   let text = '';
   for (const [i, piece] of pieces.entries()) {
-    const attach = i > 0 && continuesWord(piece) && !isSpecial(pieces[i - 1]);
+    const attach = i > 0 && attachesToPrevious(piece, pieces[i - 1]);
     // A bare "▁" is the space alone (its word's letters follow as continuing pieces): no "␣" in running text.
     text += `${i === 0 || attach ? '' : ' '}${piece === '▁' ? '' : tokenLabel(piece)}`;
   }
   return text;
 }
-const isSpecial = (piece) => piece === '</s>' || piece === '<s>';
 
 /**
  * Fills select with one option per index 0..count-1, reading "<name> k of count" (the layer and head pickers of

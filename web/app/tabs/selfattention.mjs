@@ -9,7 +9,7 @@
 import { attentionHead } from '/lib/index.mjs';
 import {
   byId, el, showError as showErrorIn, tokenLabel as pieceLabel, statusLine, createModelLoader, fillCountOptions,
-  continuesWord, startsWord,
+  attachesToPrevious, continuesWord, startsWord,
 } from '/app/ui.mjs';
 import { fillModelPicker, pickedEntry } from '/app/widgets/model_picker.mjs';
 import { mountModelControls } from '/app/widgets/model_controls.mjs';
@@ -183,20 +183,20 @@ function applyOpening(spec) {
 // The index of the first piece of the first word spelled `word` (pieces joined as the detokenizer does; a bare "▁"
 // before the word's letters is skipped), or -1.
 function wordStart(pieces, word) {
-  const words = [];  // { text, first }
-  pieces.forEach((piece, i) => {
-    if (startsWord(piece) || (continuesWord(piece) && words.length === 0)) words.push({ text: '', first: -1 });
-    else if (!continuesWord(piece)) {  // a special token ends the word
-      words.push({ text: null, first: -1 });
-      return;
+  let text = null;  // the word being read; null inside a special token
+  let first = -1;
+  for (const [i, piece] of pieces.entries()) {
+    if (i === 0 || !attachesToPrevious(piece, pieces[i - 1])) {
+      if (text === word) return first;
+      text = startsWord(piece) || continuesWord(piece) ? '' : null;
+      first = -1;
     }
-    const w = words.at(-1);
-    if (w.text === null) return;
+    if (text === null) continue;
     const letters = startsWord(piece) ? piece.slice(1) : piece;
-    if (letters && w.first < 0) w.first = i;
-    w.text += letters;
-  });
-  return words.find((w) => w.text === word)?.first ?? -1;
+    if (letters && first < 0) first = i;
+    text += letters;
+  }
+  return text === word ? first : -1;
 }
 
 function clearResult() {

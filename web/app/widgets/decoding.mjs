@@ -2,7 +2,7 @@
 // token looked follows it, and the search's tree: every hypothesis the beam kept at every step, with its
 // log-probabilities, and the one that won. The numbers are the engine's (a result's beamTree, asked for with
 // { beamTree: true }, and its attention); this module only draws them.
-import { continuesWord, el, startsWord, tokenLabel } from '/app/ui.mjs';
+import { attachesToPrevious, el, tokenLabel } from '/app/ui.mjs';
 import { escapeXml, exportBar, hideTip, showTip } from '/app/widgets/figure.mjs';
 
 const PLAY_MS = 700;      // one token per this many milliseconds while playing
@@ -23,8 +23,6 @@ export function winningPath(tree) {
   return path;
 }
 
-// SentencePiece: a piece without "▁" continues the word before it, unless either is a special token.
-const attachesToWord = (piece, previous) => continuesWord(piece) && (startsWord(previous) || continuesWord(previous));
 const pieceText = (piece) => tokenLabel(piece) || piece;  // </s> reads "⟨end⟩", as in the heatmaps
 const signed = (x) => (x < 0 ? `−${(-x).toFixed(3)}` : x.toFixed(3));
 
@@ -59,7 +57,7 @@ export function nodeLines(tree, n, { beam, labelOf = pieceText, ranking = null }
  * Returns { go(i), stop() } to move it from outside.
  */
 export function drawStepper(box, { pieces, lang, label, onStep, describe = () => '', labelOf = tokenLabel, unit = 'token',
-                                    attaches = attachesToWord }) {
+                                    attaches = attachesToPrevious }) {
   let current = null;
   let timer = null;
   const count = pieces.length;
