@@ -200,9 +200,10 @@ bool BeamSearch<Scorer>::advance(int step, BatchOutput& out, int first, std::vec
     candidates_.clear();
     row_scores_.resize(static_cast<std::size_t>(vocab));
     const std::size_t keep_per_row = std::min(keep_per_step, static_cast<std::size_t>(vocab));
+    // All rows in one call: the pool splits them, where one row at a time leaves the other threads idle.
+    kernels::log_softmax_rows(rows, vocab, out.logits_row(first), vocab);
     for (int b = 0; b < rows; ++b) {
         float* log_p = out.logits_row(first + b);
-        kernels::log_softmax_rows(1, vocab, log_p, vocab);
         if (options_.no_repeat_ngram >= 2) {
             history_.tokens_of(nodes_[b], prefix_);
             ban_repeated_ngrams(prefix_.data(), prefix_.size(), options_.no_repeat_ngram, log_p, vocab);
