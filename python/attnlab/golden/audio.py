@@ -67,6 +67,13 @@ def synthetic(rate, channels, seed, seconds=0.5):
     return np.stack([left, right], axis=1)
 
 
+def portable(samples, encoding):
+    """The samples a float64 WAV stores: rounded to float32 first, so the file is the same on every CPU (numpy's
+    vectorized sin and exp may round a float64's last bit differently on another CPU, never a float32's). The
+    engine decodes to float32, so the features are unchanged. Integer PCM quantizes coarser than float32 already."""
+    return samples.astype(np.float32).astype(np.float64) if encoding == "float64" else samples
+
+
 def speech_clip():
     samples, rate = W.read_wav(CARDS)
     assert rate == 16000
@@ -106,7 +113,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     writer = GGUFWriter(os.path.join(args.out, "features.gguf"), architecture="attnlab.fixture")
     for seed, (name, rate, encoding, channels, extensible, seconds) in enumerate(FIXTURES):
-        data = W.wav_bytes(synthetic(rate, channels, seed, seconds), rate, encoding, extensible=extensible)
+        data = W.wav_bytes(portable(synthetic(rate, channels, seed, seconds), encoding), rate, encoding,
+                           extensible=extensible)
         with open(os.path.join(args.out, name + ".wav"), "wb") as f:
             f.write(data)
         samples, decoded_rate = W.parse_wav(data)
@@ -141,7 +149,7 @@ def write_fuzz_seeds(folder):
             (11025, "pcm16", 1, True), (96000, "pcm16", 1, False)]):
         x = synthetic(rate, channels, 100 + i, seconds=0.03)
         seeds[f"{encoding}_{rate}_{channels}ch{'_ext' if extensible else ''}.wav"] = \
-            W.wav_bytes(x, rate, encoding, extensible=extensible)
+            W.wav_bytes(portable(x, encoding), rate, encoding, extensible=extensible)
     base = seeds["pcm16_16000_1ch.wav"]
     seeds["streamed.wav"] = base[:40] + b"\xff\xff\xff\xff" + base[44:]
     seeds["truncated.wav"] = base[:300]
