@@ -60,12 +60,12 @@ const TABS = {
     await page.click('#pair-run');
     await page.locator('#pair-result:not([hidden])').waitFor({ timeout: TIMEOUT });
   },
+  // The tab as a visitor first sees it: the default model's own example (the manifest's selfAttention field), run on
+  // opening with the head its card names.
   selfattention: async (page) => {
     await openTab(page, 'selfattention', 'Self-attention');
-    await page.locator('#sa-run:not([disabled])').waitFor({ timeout: TIMEOUT });
-    await page.locator('#sa-samples .chip').first().click();
     await page.locator('#sa-result:not([hidden])').waitFor({ timeout: TIMEOUT });
-    await page.getByTestId('sa-focus').selectOption('7');
+    await page.waitForFunction(() => document.getElementById('sa-focus').value !== '', null, { timeout: TIMEOUT });
   },
   // Attention explained's scaled dot-product panel, opened from the Self-attention tab's neuron view.
   scaleddot: async (page) => {

@@ -1,6 +1,7 @@
 #include "attnlab/attnlab.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 
 #include "attnlab/audio/features.hpp"
@@ -206,9 +207,11 @@ bool unknown_piece(const text::Tokenizer& tokenizer, int32_t id) {
     return type == text::TokenType::unknown || type == text::TokenType::byte;
 }
 
-// The warnings of a translation, from its source ids (with </s> when the model appends one) and how it stopped.
+// The warnings of a translation, from its source ids (with </s> when the model appends one), the mean log p of its
+// output tokens and how it stopped.
 std::vector<Warning> translation_warnings(const text::Tokenizer& source, const std::vector<int32_t>& source_ids,
-                                          int source_eos, StopReason stop, int max_length) {
+                                          int source_eos, float log_probability_per_token, StopReason stop,
+                                          int max_length) {
     std::vector<Warning> warnings;
     int pieces = 0, unknown = 0;
     for (int32_t id : source_ids) {
@@ -223,6 +226,15 @@ std::vector<Warning> translation_warnings(const text::Tokenizer& source, const s
                                 " source pieces are unknown to the model's vocabulary (characters or a language it "
                                 "was not trained on): the translation is likely meaningless",
                             share});
+    }
+    if (log_probability_per_token < kLowConfidenceLogProbability) {
+        // The output's own number stays out of the message, so a text gets the same message alone and in a batch.
+        char threshold[16];
+        std::snprintf(threshold, sizeof threshold, "%g", static_cast<double>(kLowConfidenceLogProbability));
+        warnings.push_back({"LOW_CONFIDENCE",
+                            std::string("the model is unsure of this translation (its log-probability per token is "
+                                        "below ") + threshold + "): the input is likely unlike the sentences it learned from",
+                            0.0f, log_probability_per_token});
     }
     if (stop == StopReason::max_length) {
         warnings.push_back({"MAX_LENGTH",
@@ -282,7 +294,10 @@ void take_hypothesis(Translation& result, decode::Hypothesis&& best, Tokenizers 
     result.log_probability = best.log_probability;
     result.beam_tree = to_beam_tree(best.tree, target);
     result.stop_reason = best.finished ? StopReason::eos : StopReason::max_length;
-    result.warnings = translation_warnings(source, result.source_ids, source_eos, result.stop_reason,
+    // The end token's log p is in the sum when the search wrote it.
+    const std::size_t scored = result.target_ids.size() + (best.finished ? 1 : 0);
+    const float per_token = scored > 0 ? best.log_probability / static_cast<float>(scored) : 0.0f;
+    result.warnings = translation_warnings(source, result.source_ids, source_eos, per_token, result.stop_reason,
                                            decode::max_target_length(search, static_cast<int>(result.source_ids.size())));
 }
 

@@ -47,14 +47,23 @@ enum class StopReason { eos, max_length };
 // Something the caller should know about a result that is not an error.
 struct Warning {
     std::string code;     // "UNKNOWN_INPUT": much of the source is unknown to the model's vocabulary (share says
-                          // how much); "MAX_LENGTH": the output was cut at the length limit
+                          // how much); "LOW_CONFIDENCE": the model gave its own output a low probability (the
+                          // input is likely unlike anything it learned from); "MAX_LENGTH": the output was cut at
+                          // the length limit
     std::string message;  // for a person
     float share = 0.0f;   // UNKNOWN_INPUT: the share of source pieces that are <unk> or byte fallbacks; else 0
+    float log_probability_per_token = 0.0f;  // LOW_CONFIDENCE: Σ log p of the output tokens (and its end token)
+                                             // ÷ their count; else 0
 };
 
 // UNKNOWN_INPUT is raised from this share of unknown or byte-fallback source pieces (the final </s> not
 // counted): an ordinary sentence with one rare name stays below it, Chinese or emoji into an EN→DE model do not.
 constexpr float kUnknownInputWarningShare = 0.25f;
+
+// LOW_CONFIDENCE is raised below this mean log-probability per output token. On the shipped EN↔DE models (beam 4,
+// `python3 -m attnlab.eval.confidence`, docs/decoding.md) it flags 3-9% of their own test sentences, mostly their
+// weaker ones, and 94-97% of everyday sentences given to a model that learned only image descriptions.
+constexpr float kLowConfidenceLogProbability = -1.2f;
 
 // One hypothesis a search kept after one step; its path to the root (parent by parent) is its prefix.
 struct BeamNode {
@@ -118,7 +127,8 @@ struct Translation {
                                                // mask: position i never sees j > i)
     AttentionTensor cross_scores;              // [L_dec, H, target, source]
     StopReason stop_reason = StopReason::eos;
-    std::vector<Warning> warnings;             // UNKNOWN_INPUT and/or MAX_LENGTH, in that order; usually none
+    std::vector<Warning> warnings;             // UNKNOWN_INPUT, LOW_CONFIDENCE, MAX_LENGTH, in that order; usually
+                                               // none
     BeamTree beam_tree;                        // TranslateOptions::beam_tree only
 };
 

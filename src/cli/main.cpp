@@ -235,13 +235,16 @@ std::string attention_tensor_json(const attnlab::AttentionTensor& a) {
            ",\"data\":" + json_floats(a.data) + "}";
 }
 
-// [{"code","message"[,"share"]}]: share only for UNKNOWN_INPUT, as the JS module reports it.
+// [{"code","message"[,"share" | "log_probability_per_token"]}]: share for UNKNOWN_INPUT,
+// log_probability_per_token for LOW_CONFIDENCE, as the JS module reports them.
 std::string warnings_json(const std::vector<attnlab::Warning>& warnings) {
     std::string out = "[";
     for (std::size_t i = 0; i < warnings.size(); ++i) {
         const attnlab::Warning& w = warnings[i];
         out += std::string(i ? "," : "") + "{\"code\":" + json_string(w.code) + ",\"message\":" + json_string(w.message);
         if (w.code == "UNKNOWN_INPUT") out += ",\"share\":" + attnlab::cli::json_number(w.share);
+        if (w.code == "LOW_CONFIDENCE")
+            out += ",\"log_probability_per_token\":" + attnlab::cli::json_number(w.log_probability_per_token);
         out += "}";
     }
     return out + "]";
@@ -259,6 +262,7 @@ std::string translation_json(const attnlab::Translation& t) {
            ",\"target_tokens\":" + json_strings(t.target_tokens) + ",\"source_ids\":" + json_ints(t.source_ids) +
            ",\"target_ids\":" + json_ints(t.target_ids) + ",\"score_function\":" + json_string(t.score_function) +
            ",\"attention\":" + json_matrix(t.attention, T, S) + ",\"scores\":" + json_matrix(t.scores, T, S) +
+           ",\"log_probability\":" + attnlab::cli::json_number(t.log_probability) +
            ",\"stop_reason\":" + json_string(attnlab::stop_reason_name(t.stop_reason)) + ",\"warnings\":" +
            warnings_json(t.warnings);
     if (!t.encoder_self_attention.empty())  // Transformer models only

@@ -133,6 +133,8 @@ val to_translation(const attnlab::Translation& t, bool beam_tree) {
         warning.set("code", t.warnings[i].code);
         warning.set("message", t.warnings[i].message);
         if (t.warnings[i].code == "UNKNOWN_INPUT") warning.set("share", t.warnings[i].share);
+        if (t.warnings[i].code == "LOW_CONFIDENCE")
+            warning.set("logProbabilityPerToken", t.warnings[i].log_probability_per_token);
         warnings.set(i, warning);
     }
     out.set("warnings", warnings);

@@ -105,6 +105,32 @@ TEST_CASE("translate: Chinese or emoji into EN→DE warn UNKNOWN_INPUT with the 
     }
 }
 
+TEST_CASE("translate: LOW_CONFIDENCE exactly when the output's log p per token is below the threshold") {
+    for (const Model* model : {&shipped_en_de(), &shipped_transformer_en_de()}) {
+        for (const char* text : {"Hi", "A dog runs on the beach.", "Two men are playing soccer in a park."}) {
+            for (int beam : {1, 4}) {
+                TranslateOptions options;
+                options.beam = beam;
+                const Translation t = model->translate(text, options);
+                REQUIRE(t.stop_reason == StopReason::eos);
+                const float per_token = t.log_probability / static_cast<float>(t.target_ids.size() + 1);
+                const Warning* w = find_warning(t, "LOW_CONFIDENCE");
+                CAPTURE(text);
+                CAPTURE(per_token);
+                CHECK((w != nullptr) == (per_token < kLowConfidenceLogProbability));
+                if (w != nullptr) {
+                    CHECK(w->log_probability_per_token == doctest::Approx(per_token));
+                    CHECK(w->message.find("unsure") != std::string::npos);
+                }
+            }
+        }
+    }
+    // The Multi30k-only RNN knows image descriptions, not greetings: "Hi" -> "Ein Bowling.".
+    const Translation hi = shipped_en_de().translate("Hi", TranslateOptions{});
+    CHECK(find_warning(hi, "LOW_CONFIDENCE") != nullptr);
+    CHECK(find_warning(shipped_en_de().translate("A dog runs on the beach."), "LOW_CONFIDENCE") == nullptr);
+}
+
 TEST_CASE("translate: by default a repetition loop on unknown input is broken, with the rule off it is not") {
     REQUIRE(kDefaultTranslationNoRepeatNgram >= 2);
     const int bound = 4 + kDefaultTranslationNoRepeatNgram - 1;  // a loop of period p <= 4 repeats < n tokens

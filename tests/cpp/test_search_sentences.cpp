@@ -61,6 +61,8 @@ int check_same_translations(const Model& model, const std::vector<std::string>& 
             CHECK(t.warnings[w].code == alone.warnings[w].code);
             CHECK(t.warnings[w].message == alone.warnings[w].message);
             CHECK(t.warnings[w].share == alone.warnings[w].share);
+            CHECK(t.warnings[w].log_probability_per_token ==
+                  doctest::Approx(alone.warnings[w].log_probability_per_token).epsilon(1e-5));
         }
         CHECK(t.score_function == alone.score_function);
         CHECK(t.context_size == alone.context_size);

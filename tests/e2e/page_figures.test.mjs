@@ -233,8 +233,8 @@ for (const viewport of WIDTHS) {
     assert.equal(cut.targetTokens.length, Math.floor(1.5 * cut.sourceTokens.length + 10), 'the fixture no longer loops here');
     await translate(page, 'a a a a a a a');
     assert.match(await page.getByTestId('translate-notices').textContent(), /stopped at the maximum length \(22 tokens\)/);
-    await translate(page, SENTENCE);
-    assert.equal(await page.getByTestId('translate-notices').isHidden(), true);
+    await translate(page, SENTENCE);   // the cut's notice goes (the random fixture is unsure of all it writes)
+    assert.doesNotMatch(await page.getByTestId('translate-notices').textContent(), /maximum length/);
 
     // On a wide screen every tab is whole inside the strip (none cut off at its edge); on a phone the strip
     // scrolls, with a fade at the edge as the cue.

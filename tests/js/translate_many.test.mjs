@@ -33,9 +33,17 @@ function assertSameAsAlone(batched, alone, label) {
     const a = alone[i];
     const where = `${label}, text ${i}`;
     assert.deepEqual(Object.keys(t).sort(), Object.keys(a).sort(), `${where}: the same fields`);
-    for (const key of ['text', 'sourceTokens', 'targetTokens', 'sourceIds', 'targetIds', 'scoreFunction', 'stopReason', 'warnings']) {
+    for (const key of ['text', 'sourceTokens', 'targetTokens', 'sourceIds', 'targetIds', 'scoreFunction', 'stopReason']) {
       assert.deepEqual(t[key], a[key], `${where}: ${key}`);
     }
+    // The same warnings; a LOW_CONFIDENCE's log p per token within float rounding, as logProbability.
+    const exact = (warnings) => warnings.map(({ logProbabilityPerToken, ...rest }) => rest);
+    assert.deepEqual(exact(t.warnings), exact(a.warnings), `${where}: warnings`);
+    t.warnings.forEach((w, k) => {
+      if (!('logProbabilityPerToken' in w)) return;
+      const expected = a.warnings[k].logProbabilityPerToken;
+      assert.ok(Math.abs(w.logProbabilityPerToken - expected) <= 1e-4 * Math.max(1, Math.abs(expected)), `${where}: warning ${k}`);
+    });
     assert.ok(Math.abs(t.logProbability - a.logProbability) <= 1e-4 * Math.max(1, Math.abs(a.logProbability)), `${where}: logProbability`);
     for (const key of ['attention', 'scores', 'context', 'values', 'encoderSelfAttention', 'decoderSelfAttention', 'crossAttention',
       'encoderQueries', 'encoderKeys', 'encoderSelfScores', 'decoderSelfScores', 'crossScores']) {

@@ -1,6 +1,7 @@
 // Issue 22 item 6 and issue 23's warnings/stopReason: every translation says why it stopped and warns about
-// input the model does not know, from one engine field that the module and the CLI pass on alike; the default
-// no-repeat n-gram rule keeps Chinese or emoji into EN→DE from looping.
+// input the model does not know (by its pieces, or by the model's low confidence in its output), from one engine
+// field that the module and the CLI pass on alike; the default no-repeat n-gram rule keeps Chinese or emoji into
+// EN→DE from looping.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -72,4 +73,22 @@ test('Chinese and emoji into EN→DE: UNKNOWN_INPUT with the share, no loop, the
   const off = await model.translate(UNKNOWN[0], { noRepeatNgram: 0 });
   assert.ok(longestLoop(off.targetIds) >= 20, off.text);
   assert.equal(off.stopReason, 'maxLength');
+});
+
+test('"Hi" into the Multi30k-only RNN: LOW_CONFIDENCE with the log-probability per token, in module and CLI', async () => {
+  const t = await model.translate('Hi', { beam: 4 });
+  const low = t.warnings.find((w) => w.code === 'LOW_CONFIDENCE');
+  assert.ok(low, `${t.text}: ${JSON.stringify(t.warnings)}`);
+  const perToken = t.logProbability / (t.targetIds.length + 1);   // its end token included
+  assert.ok(Math.abs(low.logProbabilityPerToken - perToken) < 1e-5, `${low.logProbabilityPerToken} vs ${perToken}`);
+  assert.ok(low.logProbabilityPerToken < -1.2);
+  assert.match(low.message, /unsure/);
+  const c = cli('Hi', ['--beam', '4']);
+  const cliLow = c.warnings.find((w) => w.code === 'LOW_CONFIDENCE');
+  assert.ok(cliLow, JSON.stringify(c.warnings));
+  assert.ok(Math.abs(cliLow.log_probability_per_token - low.logProbabilityPerToken) < 1e-3);
+  assert.ok(Math.abs(c.log_probability - t.logProbability) < 1e-2);
+  // Sure of an in-domain sentence: no warning (the first test), and its log p per token is far above the line.
+  const sure = await model.translate('A dog runs on the beach.', { beam: 4 });
+  assert.ok(sure.logProbability / (sure.targetIds.length + 1) > -0.6);
 });

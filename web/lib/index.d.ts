@@ -135,10 +135,13 @@ export interface BeamTree {
 /**
  * UNKNOWN_INPUT: `share` (0..1) of the source pieces are unknown to the model's vocabulary (<unk> or byte
  * fallbacks: a script or language it was not trained on), at least 0.25, so the translation is likely meaningless.
+ * LOW_CONFIDENCE: the model gave its own output a mean log-probability of `logProbabilityPerToken` per token
+ * (its end token included), below -1.2: the input is likely unlike the sentences it learned from.
  * MAX_LENGTH: the translation was cut at the maximum length.
  */
 export type TranslationWarning =
   | { code: 'UNKNOWN_INPUT'; message: string; share: number }
+  | { code: 'LOW_CONFIDENCE'; message: string; logProbabilityPerToken: number }
   | { code: 'MAX_LENGTH'; message: string };
 
 export interface TranslateOptions {
