@@ -61,7 +61,7 @@ struct Warning {
 constexpr float kUnknownInputWarningShare = 0.25f;
 
 // LOW_CONFIDENCE is raised below this mean log-probability per output token. On the shipped EN↔DE models (beam 4,
-// `python3 -m attnlab.eval.confidence`, docs/decoding.md) it flags 3-9% of their own test sentences, mostly their
+// `python3 -m attnlab.eval.confidence`, docs/decoding.md) it flags 2-9% of their own test sentences, mostly their
 // weaker ones, and 94-97% of everyday sentences given to a model that learned only image descriptions.
 constexpr float kLowConfidenceLogProbability = -1.2f;
 
