@@ -14,7 +14,7 @@ RNN = os.path.join(ROOT, "models", "weights", "bahdanau-en-de.q8_0.gguf")
 
 
 def result(text, log_probability, tokens, flagged):
-    return {"text": text, "log_probability": log_probability, "target_ids": list(range(tokens)),
+    return {"text": text, "log_probability": log_probability, "target_ids": list(range(tokens)), "stop_reason": "eos",
             "warnings": [{"code": "LOW_CONFIDENCE"}] if flagged else []}
 
 
@@ -30,6 +30,10 @@ class Summary(unittest.TestCase):
         self.assertEqual(s["flagged_chrf_below_30"], 0.5)      # "xyz" against "eine Katze"; the other is exact
         self.assertAlmostEqual(confidence.per_token(results[1]), -3.0)   # the end token counts
         self.assertEqual(s["log_p_per_token_quantiles"][50], -0.85)   # per token -3, -1.5, -0.2, -0.1
+
+    def test_a_cut_output_has_no_end_token_to_count(self):
+        cut = dict(result("a a a", -6.0, 3, True), stop_reason="max_length")
+        self.assertAlmostEqual(confidence.per_token(cut), -2.0)
 
     def test_no_flagged_sentence(self):
         s = confidence.summary([result("a", -0.1, 1, False)], ["a"])

@@ -13,33 +13,25 @@ token, divided by their count). A model's own test set is where the warning shou
 import argparse
 import json
 import os
-import subprocess
 
 import numpy as np
 
 from attnlab.data.pairs import pair_paths, read_split
 from attnlab.eval.bleu import chrf
-from attnlab.eval.engine import model_pair
+from attnlab.eval.engine import engine_lines, model_pair
 from attnlab.gguf.common import TRAINING_CORPUS_KEY
 from attnlab.gguf.reader import read_gguf_tensors
 from attnlab.paths import CLI, ROOT
 
 
 def engine_results(cli, model, lines, beam):
-    """The CLI's JSON result of each non-empty line, in order."""
-    text = "".join(line.replace("\r", " ") + "\n" for line in lines)
-    cmd = [cli, "translate", "--model", model, "--beam", str(beam), "--json"]
-    proc = subprocess.run(cmd, input=text.encode("utf-8"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.decode('utf-8', 'replace')}")
-    results = [json.loads(line) for line in proc.stdout.decode("utf-8").splitlines() if line]
-    if len(results) != len(lines):
-        raise SystemExit(f"the engine returned {len(results)} results for {len(lines)} inputs")
-    return results
+    """The CLI's JSON result (`translate --json`) of each of `lines`, all non-empty, in order."""
+    return [json.loads(line) for line in engine_lines(cli, model, lines, beam, ["--json"])]
 
 
 def per_token(result):
-    return result["log_probability"] / (len(result["target_ids"]) + 1)
+    """What LOW_CONFIDENCE reads: log p ÷ the tokens it sums, the end token included where the search wrote it."""
+    return result["log_probability"] / (len(result["target_ids"]) + (result["stop_reason"] == "eos"))
 
 
 def summary(results, refs):

@@ -34,22 +34,27 @@ def model_pair(path):
         raise SystemExit(f"{path}: no {e.args[0]} in the GGUF metadata; not an attnlab translator?")
 
 
-def engine_translate(cli, model, lines, beam):
-    """Translations of `lines` by the CLI in one process (stdin mode, one output line per input line).
-    Empty source lines are not sent (the CLI rejects them) and translate to ""."""
-    todo = [i for i, line in enumerate(lines) if line.strip()]
-    cmd = [cli, "translate", "--model", model, "--beam", str(beam)]
-    text = "".join(lines[i].replace("\r", " ") + "\n" for i in todo)
+def engine_lines(cli, model, lines, beam, extra=()):
+    """The CLI's output line for each of `lines` (non-empty: the CLI rejects empty ones), one process, stdin mode."""
+    cmd = [cli, "translate", "--model", model, "--beam", str(beam), *extra]
+    text = "".join(line.replace("\r", " ") + "\n" for line in lines)
     proc = subprocess.run(cmd, input=text.encode("utf-8"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.decode('utf-8', 'replace')}")
     outputs = proc.stdout.decode("utf-8").split("\n")
     if outputs and outputs[-1] == "":
         outputs.pop()
-    if len(outputs) != len(todo):
-        raise SystemExit(f"the engine returned {len(outputs)} lines for {len(todo)} inputs")
+    if len(outputs) != len(lines):
+        raise SystemExit(f"the engine returned {len(outputs)} lines for {len(lines)} inputs")
+    return outputs
+
+
+def engine_translate(cli, model, lines, beam):
+    """Translations of `lines` by the CLI in one process (stdin mode, one output line per input line).
+    Empty source lines are not sent (the CLI rejects them) and translate to ""."""
+    todo = [i for i, line in enumerate(lines) if line.strip()]
     hyps = [""] * len(lines)
-    for i, out in zip(todo, outputs):
+    for i, out in zip(todo, engine_lines(cli, model, [lines[i] for i in todo], beam)):
         hyps[i] = out
     return hyps
 
