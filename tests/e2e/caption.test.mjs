@@ -6,7 +6,7 @@
 // drawn for the selected word; the camera is stopped afterwards; no request leaves the origin.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { loadModel } from '../../web/lib/index.mjs';
@@ -14,6 +14,7 @@ import { repoRoot } from '../js/fixture_model.mjs';
 import { CAPTION_MODEL, assertSameCaption, cliCaption, encodePng } from '../js/caption_fixture.mjs';
 import { CHROMIUM_ARGS, offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
+import { screenshotPath } from './page_helpers.mjs';
 
 const CAMERA_ARGS = [...CHROMIUM_ARGS, '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream'];
 const SAMPLES = join(repoRoot, 'web/app/samples');
@@ -154,8 +155,7 @@ test('caption tab: gallery, file upload and camera; same caption as the module a
   assert.equal(second.token, String(other));
   assert.notEqual(second.sum, first.sum, 'another word draws another overlay');
   assert.equal(await words.nth(other).getAttribute('aria-pressed'), 'true');
-  await mkdir(join(repoRoot, 'build/screenshots'), { recursive: true });
-  await page.screenshot({ path: join(repoRoot, 'build/screenshots/caption.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('caption'), fullPage: true });
 
   // Beside the caption of a file with the classifier, what the image encoder recognises: the module's top-5
   // ImageNet classes on the same pixels. Changing the model reruns the caption.
@@ -201,7 +201,7 @@ test('caption tab: gallery, file upload and camera; same caption as the module a
 
   // Phone width.
   await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: join(repoRoot, 'build/screenshots/caption-390.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('caption-390'), fullPage: true });
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than a 390px screen`);
 

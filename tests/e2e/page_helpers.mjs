@@ -3,11 +3,19 @@
 // (and a stepper's controls) fit the viewport's width, the Self-attention tab run on a sentence and its first line's
 // tooltip, and two readers of the module's numbers.
 import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 
 export const R = new URL('../../', import.meta.url).pathname;  // the repository root, with a trailing slash
 export const WIDTHS = [{ width: 1280, height: 800 }, { width: 390, height: 844 }];
 export const isPhone = (viewport) => viewport.width < 600;
+
+/** Where a test's screenshot NAME.png goes: build/screenshots/e2e/ (the fixture models' pages, looked at, never
+ * compared), apart from the shipped models' pictures that scripts/screenshots.mjs writes into build/screenshots/. */
+export function screenshotPath(name) {
+  mkdirSync(`${R}build/screenshots/e2e`, { recursive: true });
+  return `${R}build/screenshots/e2e/${name}.png`;
+}
 
 /** Row i of a module Matrix, as an array. */
 export const row = (m, i) => Array.from(m.data.subarray(i * m.cols, (i + 1) * m.cols));

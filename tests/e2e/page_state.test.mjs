@@ -7,13 +7,12 @@
 // and in Node an ended one gets none.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { loadModel } from '../../web/lib/index.mjs';
 import { noticesFor } from '../../web/app/widgets/text.mjs';
 import { startSite } from '../support/site.mjs';
-import { R, WIDTHS, newPage } from './page_helpers.mjs';
+import { R, WIDTHS, newPage, screenshotPath } from './page_helpers.mjs';
 
 const TRANSFORMER = join(R, 'tests/fixtures/transformer/tiny.gguf');
 const RNN = join(R, 'tests/fixtures/rnn/additive.gguf');
@@ -71,10 +70,9 @@ test('self-attention opens on the manifest entry\'s sample, layer, head and word
   assert.equal(await page.locator('#sa-neuron-head').inputValue(), String(OPENING.head - 1));
   const hash = hashOf(page);
   assert.deepEqual([hash.get('layer'), hash.get('heads'), hash.get('word')], ['2', '3', String(its + 1)]);
-  await mkdir(join(R, 'build/screenshots'), { recursive: true });
   for (const viewport of WIDTHS) {
     await page.setViewportSize(viewport);
-    await page.screenshot({ path: join(R, `build/screenshots/selfattention-opening-${viewport.width}.png`), fullPage: true });
+    await page.screenshot({ path: screenshotPath(`selfattention-opening-${viewport.width}`), fullPage: true });
   }
 
   // A link's own sample, layer and heads win over the entry's.
@@ -124,7 +122,7 @@ test('stepper and Attention explained join pieces into words; Attention explaine
   assert.deepEqual(Object.fromEntries(hash), { tab: 'explain', model: 'rnn-a', beam: '4', text: SENTENCE, word: String(word + 1) });
   for (const viewport of WIDTHS) {
     await page.setViewportSize(viewport);
-    await page.screenshot({ path: join(R, `build/screenshots/explain-state-${viewport.width}.png`), fullPage: true });
+    await page.screenshot({ path: screenshotPath(`explain-state-${viewport.width}`), fullPage: true });
   }
 
   // A new page on the link translates again and explains the same word; the Translate tab pins nothing.
@@ -173,9 +171,9 @@ test('speech: a transcript that stopped at the length limit shows the notice', a
   const characters = (await page.locator('#sp-output').textContent()).length;
   assert.match(await page.getByTestId('sp-notices').textContent(),
                new RegExp(`^The transcript stopped at the maximum length \\(${characters} characters?\\)`));
-  await page.screenshot({ path: join(R, 'build/screenshots/speech-max-length-390.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('speech-max-length-390'), fullPage: true });
   await page.setViewportSize(WIDTHS[0]);
-  await page.screenshot({ path: join(R, 'build/screenshots/speech-max-length-1280.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('speech-max-length-1280'), fullPage: true });
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -6,14 +6,13 @@
 // (later) decoder position's is −∞; the head view's copied JSON carries the same raw scores (−∞ as null).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { loadModel } from '../../web/lib/index.mjs';
 import { repoRoot } from '../js/fixture_model.mjs';
 import { offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
-import { copiedJson } from './page_helpers.mjs';
+import { copiedJson, screenshotPath } from './page_helpers.mjs';
 
 const MODEL = join(repoRoot, 'tests/fixtures/transformer/tiny.gguf');
 // A long-range sentence with "its" (the fixture's tokenizer splits it as "it" + "s"), typed into the box.
@@ -161,8 +160,7 @@ test('self-attention tab: model view, head view drawn from the engine, controls 
   await page.mouse.move(box.x + 12, box.y + 26 + (its + 0.5) * 22);
   assert.ok(await drawingBecomes(page, (now) => now !== all), 'hovering a token did not change the drawing');
   assert.match(await page.locator('#sa-readout').textContent(), /^“·s” attends most to/);
-  await mkdir(join(repoRoot, 'build/screenshots'), { recursive: true });
-  await canvas.screenshot({ path: join(repoRoot, 'build/screenshots/selfattention-hover.png') });
+  await canvas.screenshot({ path: screenshotPath('selfattention-hover') });
   await page.mouse.move(box.x + box.width / 2, box.y - 40);  // leave the canvas: all lines again
   assert.ok(await drawingBecomes(page, (now) => now === all), 'leaving the canvas did not bring back every line');
 
@@ -248,12 +246,12 @@ test('self-attention tab: model view, head view drawn from the engine, controls 
   assert.ok(corners.topLeft.some((c) => c < 200), `top left ${corners.topLeft}`);
   await page.locator('input[name="sa-kind"][value="encoder"]').check();
 
-  await page.screenshot({ path: join(repoRoot, 'build/screenshots/selfattention.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('selfattention'), fullPage: true });
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForFunction(() => document.getElementById('sa-canvas').clientWidth < 390);
   const phone = await canvas.evaluate((c) => ({ width: c.width, css: c.clientWidth }));
   assert.equal(phone.width, Math.round(phone.css * DPR), 'the head view was redrawn at the new width');
-  await page.screenshot({ path: join(repoRoot, 'build/screenshots/selfattention-390.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('selfattention-390'), fullPage: true });
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than a 390px screen`);
 

@@ -3,12 +3,11 @@
 // heatmap has the right shape, a reload takes the weights from the Cache API, and no request leaves localhost.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 
-import { cliTranslate, repoRoot, requireModel } from '../js/fixture_model.mjs';
+import { cliTranslate, requireModel } from '../js/fixture_model.mjs';
 import { offsiteRequests } from '../support/chromium.mjs';
 import { startSite } from '../support/site.mjs';
+import { screenshotPath } from './page_helpers.mjs';
 
 const SAMPLE = 'A dog runs on the beach.';  // one of the page's EN samples
 
@@ -72,9 +71,7 @@ test('translate in the browser: same text as the CLI, heatmap shape, cached weig
   const firstWeight = Number(await page.locator('#explain-weights .bar-value').first().textContent());
   assert.ok(Math.abs(firstWeight - cli.attention[0][0]) < 1e-3);
   await page.getByRole('tab', { name: 'Translate' }).click();
-
-  await mkdir(join(repoRoot, 'build/screenshots'), { recursive: true });
-  await page.screenshot({ path: join(repoRoot, 'build/screenshots/translate.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('translate'), fullPage: true });
 
   // Second visit: the weights and the wasm come from the Cache API.
   await page.reload();
@@ -89,7 +86,7 @@ test('translate in the browser: same text as the CLI, heatmap shape, cached weig
 
   // Phone width.
   await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: join(repoRoot, 'build/screenshots/translate-390.png'), fullPage: true });
+  await page.screenshot({ path: screenshotPath('translate-390'), fullPage: true });
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than a 390px screen`);
 
