@@ -226,11 +226,17 @@ int main(int argc, char** argv) {
             [&] { ref::gemv_q8_q8(M, N, Wq.data(), x.data(), y.data()); });
         // Several activation rows at once (a batched beam step): each row exactly its gemv_q8_q8, the weights read
         // once for all; its GFLOP/s over the one-row _q8q8_scales case is what batching gains per row.
-        for (int rows : {4, 8}) {
+        // _interleaved: the same products on the weights interleaved four rows at a time (interleave_q8_rows4,
+        // what wasm runs), bit for bit the same results.
+        const auto W4 = k::interleave_q8_rows4(Wq.data(), M, N);
+        for (int rows : {4, 8, 32}) {
             const auto X = random_floats((size_t)rows * N, 5);
             std::vector<float> Y((size_t)rows * M);
             run("gemv_q8_" + shape + "_q8q8_rows" + std::to_string(rows), flops * rows,
                 [&] { k::gemm_nt_q8_q8(rows, M, N, X.data(), N, Wq.data(), Y.data(), M, false, scales4.data()); },
+                [&] { ref::gemm_nt_q8_q8(rows, M, N, X.data(), N, Wq.data(), Y.data(), M); });
+            run("gemv_q8_" + shape + "_q8q8_interleaved_rows" + std::to_string(rows), flops * rows,
+                [&] { k::gemm_nt_q8_q8_rows4(rows, M, N, X.data(), N, W4.data(), scales4.data(), Y.data(), M); },
                 [&] { ref::gemm_nt_q8_q8(rows, M, N, X.data(), N, Wq.data(), Y.data(), M); });
         }
     }

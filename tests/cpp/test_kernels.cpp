@@ -706,6 +706,61 @@ TEST_CASE("gemm_nt_q8_q8: each row is its own gemv_q8_q8 bit for bit, within rou
     k::gemm_nt_q8_q8(0, 4, 32, nullptr, 32, nullptr, nullptr, 4);  // no rows: nothing to read or write
 }
 
+TEST_CASE("gemm_nt_q8_q8_rows4: on the interleaved weights, gemm_nt_q8_q8's results bit for bit") {
+    unsigned seed = 3500;
+    // Up to 20 rows: two full passes of 8 and every remainder; N ends on a partial group of 4 and crosses the pool's
+    // 64-row pieces.
+    for (int M : {1, 2, 3, 5, 7, 8, 9, 16, 20})
+        for (int N : {1, 3, 4, 6, 70, 131})
+            for (int K : {32, 96, 512}) {
+                INFO("M=" << M << " N=" << N << " K=" << K);
+                const int lda = K + 5, ldc = N + 2;
+                const auto W = quantize(random_vector((size_t)N * K, seed++));
+                auto A = random_vector((size_t)M * lda, seed++, -2.0f, 2.0f);
+                for (int i = 0; i < M; ++i)
+                    for (int j = 0; j < K; ++j) A[(size_t)i * lda + j] *= (i % 3 == 2 ? 50.0f : 1.0f) * (j % 7 ? 1.0f : 0.01f);
+                const bool accumulate = (M + N) % 2;
+                const auto C0 = random_vector((size_t)M * ldc, seed++);
+                const auto scales4 = k::q8_scales_by4(W.data(), N, K);
+                const auto W4 = k::interleave_q8_rows4(W.data(), N, K);
+                auto expected = C0, got = C0;
+                k::gemm_nt_q8_q8(M, N, K, A.data(), lda, W.data(), expected.data(), ldc, accumulate, scales4.data());
+                k::gemm_nt_q8_q8_rows4(M, N, K, A.data(), lda, W4.data(), scales4.data(), got.data(), ldc, accumulate);
+                for (size_t at = 0; at < got.size(); ++at) {
+                    CAPTURE(at);
+                    CHECK(bits(got[at]) == bits(expected[at]));  // padding columns included: left as they were
+                }
+            }
+    std::vector<float> buf(256);
+    const auto W = quantize(random_vector(64, 1));
+    const auto W4 = k::interleave_q8_rows4(W.data(), 2, 32);
+    const auto scales4 = k::q8_scales_by4(W.data(), 2, 32);
+    CHECK_THROWS_AS(k::gemm_nt_q8_q8_rows4(2, 2, 48, buf.data(), 48, W4.data(), scales4.data(), buf.data(), 2), attnlab::Error);
+    CHECK_THROWS_AS(k::gemm_nt_q8_q8_rows4(2, 2, 32, buf.data(), 32, W4.data(), nullptr, buf.data(), 2), attnlab::Error);
+    CHECK_THROWS_AS(k::gemm_nt_q8_q8_rows4(2, 2, 32, buf.data(), 32, W4.data(), scales4.data(), buf.data(), 1), attnlab::Error);
+}
+
+TEST_CASE("interleave_q8_rows4: the layout written out, bad shapes refused") {
+    // W [5, 32]: value 32·row + column (as int8, wrapping), so every byte names its source.
+    std::vector<k::BlockQ8_0> W(5);
+    for (int r = 0; r < 5; ++r) {
+        W[r].scale = k::f32_to_f16(1.0f);
+        for (int c = 0; c < 32; ++c) W[r].q[c] = int8_t(uint8_t(32 * r + c));
+    }
+    const auto W4 = k::interleave_q8_rows4(W.data(), 5, 32);
+    REQUIRE(W4.size() == 2u * 32 * 4);
+    for (int g = 0; g < 2; ++g)
+        for (int quad = 0; quad < 8; ++quad)
+            for (int half = 0; half < 2; ++half)
+                for (int r = 0; r < 4; ++r)
+                    for (int e = 0; e < 2; ++e) {
+                        const int row = std::min(4 * g + r, 4);  // rows past M repeat the last one
+                        CHECK(W4[(size_t)g * 128 + quad * 16 + half * 8 + r * 2 + e] == W[row].q[4 * quad + 2 * half + e]);
+                    }
+    CHECK_THROWS_AS(k::interleave_q8_rows4(W.data(), 5, 40), attnlab::Error);
+    CHECK_THROWS_AS(k::interleave_q8_rows4(W.data(), 0, 32), attnlab::Error);
+}
+
 TEST_CASE("pack_panels: the layout written out, panel_row inverts it, bad shapes refused") {
     // W [3, 2] with ldw 3: one panel of 16 rows, column by column, rows 3..15 zero.
     const std::vector<float> W = {1, 2, -1, 3, 4, -1, 5, 6, -1};

@@ -185,9 +185,11 @@ TEST_CASE("linear_batched: every row as linear() computes it alone (Q8_0 bit for
     kernels::quantize_q8_0(w.data(), w.size(), q8.weight_q8.data());
     nn::Linear q8_unpacked = q8;
     q8.weight_q8_scales = kernels::q8_scales_by4(q8.weight_q8.data(), kOut, kIn);
+    nn::Linear q8_rows4 = q8;  // what the loaders make in wasm (kernels::q8_rows4_pays), here on every target
+    q8_rows4.weight_q8_rows4 = kernels::interleave_q8_rows4(q8.weight_q8.data(), kOut, kIn);
 
     const std::vector<float> x = test::random_vector(std::size_t(kRows) * kIn, 13, -2.0f, 2.0f);
-    for (const nn::Linear* layer : {&f32, &q8, &q8_unpacked}) {
+    for (const nn::Linear* layer : {&f32, &q8, &q8_unpacked, &q8_rows4}) {
         std::vector<float> batched(std::size_t(kRows) * kOut), one(kOut);
         nn::linear_batched(*layer, x.data(), kRows, batched.data());
         for (int r = 0; r < kRows; ++r) {

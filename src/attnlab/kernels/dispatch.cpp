@@ -275,6 +275,27 @@ void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0
                                               scales4 ? scales4 + (size_t)begin * blocks : nullptr))
     });
 }
+void gemm_nt_q8_q8_rows4(int M, int N, int K, const float* A, int lda, const int8_t* W4, const float* scales4,
+                         float* C, int ldc, bool accumulate) {
+    detail::check_gemm("gemm_nt_q8_q8_rows4", M, N, K, lda, K, K, K, ldc);
+    detail::check_q8_width("gemm_nt_q8_q8_rows4", K);
+    check(W4 != nullptr && scales4 != nullptr, "gemm_nt_q8_q8_rows4: needs the interleaved weights and their scales");
+    if (M == 0 || N == 0) return;
+    active();
+    const int blocks = K / kQ8BlockSize;
+    const detail::QuantizedRows& q = quantize_rows(M, K, A, lda);
+    // Pieces start at multiples of kSplitGrain, so at whole groups of 4 rows.
+    parallel::parallel_for(N, kSplitGrain, work_of(M, N, K), [&](int begin, int end) {
+        ATTNLAB_DISPATCH(gemm_q8_q8_rows4(M, end - begin, K, q.values.data(), q.scales.data(),
+                                          W4 + (size_t)(begin / 4) * blocks * kQ8BlockSize * 4,
+                                          scales4 + (size_t)begin * blocks, C + begin, ldc, accumulate))
+    });
+}
+void gemm_q8_q8_rows4(int M, int N, int K, const int16_t* values, const float* xscales, const int8_t* W4,
+                      const float* scales4, float* C, int ldc, bool accumulate) {
+    ATTNLAB_DISPATCH(gemm_q8_q8_rows4(M, N, K, values, xscales, W4, scales4, C, ldc, accumulate))
+}
+bool q8_rows4_pays() { ATTNLAB_DISPATCH(q8_rows4_pays()) }
 void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool accumulate) {
     if (!valid_sizes(M, N) || ldw < N) {
         ATTNLAB_DISPATCH(gemv(M, N, W, ldw, x, y, accumulate))
@@ -287,6 +308,7 @@ void gemv(int M, int N, const float* W, int ldw, const float* x, float* y, bool 
 // Panel-packed weights: pieces of whole panels (kSplitGrain is a multiple of kPanelRows), which start begin·N
 // floats into P.
 static_assert(kSplitGrain % kPanelRows == 0, "a piece holds whole panels");
+static_assert(kSplitGrain % 4 == 0, "a piece holds whole groups of interleave_q8_rows4");
 void gemv_panels(int M, int N, const float* P, const float* x, float* y, bool accumulate) {
     if (!valid_sizes(M, N)) {
         ATTNLAB_DISPATCH(gemv_panels(M, N, P, x, y, accumulate))

@@ -107,6 +107,14 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
        row i of C is exactly gemv_q8_q8's for row i. */                                                    \
     void gemm_q8_q8_quantized(int M, int N, int K, const int16_t* values, const float* xscales,          \
                               const BlockQ8_0* B, float* C, int ldc, bool accumulate, const float* scales4); \
+    /* gemm_q8_q8_quantized with B as interleave_q8_rows4 made it (W4) and scales4 (not null): the same       \
+       integer sums and float operations, so row i of C is again exactly gemv_q8_q8's for row i. */         \
+    void gemm_q8_q8_rows4(int M, int N, int K, const int16_t* values, const float* xscales, const int8_t* W4, \
+                          const float* scales4, float* C, int ldc, bool accumulate);                          \
+    /* Whether the multi-row int8 GEMM should run on interleave_q8_rows4's layout (nn::Linear keeps a copy of \
+       its Q8_0 weights in it): in wasm, where SIMD128's dot product leaves the instruction count as the     \
+       bound (docs/performance.md, "Q8_0 rows interleaved in fours"); natively the Q8_0 layout is as fast. */ \
+    bool q8_rows4_pays();                                                                                  \
     /* Whether F16 weights should stay halves in memory (nn::Linear::weight_f16): where the target converts \
        halves in one instruction per vector (F16C), a batch-1 step then reads half the bytes               \
        (bench_kernels gemv_512x2048: 40.7 GFLOP/s with halves, 15.2 with floats; docs/performance.md). Not  \
@@ -144,6 +152,16 @@ void dequantize_q8_0(const BlockQ8_0* blocks, std::size_t n, float* out);
 constexpr int kPanelRows = 16;
 std::vector<float> pack_panels(const float* W, int M, int N, int ldw);
 void panel_row(const float* P, int M, int N, int row, float* out);
+// The layout of gemm_q8_q8_rows4: the int8 values of a Q8_0 matrix W [M, N] (N % 32 == 0), rows in fours and
+// within each 32-block in pairs of columns, [ceil(M/4)][N/32][8][16]: byte 8·h + 2·r + e of quad j of block b of
+// group g is W[4·g + r, 32·b + 4·j + 2·h + e] (rows past M repeat the last row). Sign-extended to 16 bits, each
+// half of a quad is four rows' pairs, so one 16-bit dot product against a broadcast pair of activations gives
+// the four rows' partial sums side by side, with no horizontal sums (the block scales: q8_scales_by4).
+std::vector<int8_t> interleave_q8_rows4(const BlockQ8_0* W, int M, int N);
+// C[M, N] (+)= Ã · W[N, K]ᵀ as gemm_nt_q8_q8 computes it, bit for bit, on W4 = interleave_q8_rows4(W, N, K) and
+// scales4 = q8_scales_by4(W, N, K): the activations quantized once, the weight rows split over the pool.
+void gemm_nt_q8_q8_rows4(int M, int N, int K, const float* A, int lda, const int8_t* W4, const float* scales4,
+                         float* C, int ldc, bool accumulate = false);
 // The kernel targets: the ones this build compiled, the one the CPU runs now (its name, as ATTNLAB_CPU spells
 // it). The first kernel call picks it: ATTNLAB_CPU=baseline|avx2|avx512 forces one (an attnlab::Error when it
 // is not compiled or the CPU cannot run it), unset, empty or "auto" takes the best the CPU runs.

@@ -10,6 +10,9 @@
 //   kernels::gemm_nt_q8_q8     several activation rows (a batched decoder step, nn::linear_batched): each row
 //                              exactly its gemv_q8_q8, the weights read from memory once for all rows and
 //                              widened once per pair of rows (simd::q8_dot4x2)
+//   kernels::gemm_q8_q8_rows4  the same products on weights interleaved four rows at a time
+//                              (interleave_q8_rows4): no horizontal sums, each widened quad used by up to 8
+//                              activation rows; what wasm runs for several rows (q8_rows4_pays)
 // (the first int8 version, one row at a time, is the benchmark's variants::gemv_q8_int8: bench/variants/)
 //
 // Numerics: y differs from W_dequantized · x by the activation rounding (<= d_x/2 per element, d_x =
@@ -118,6 +121,44 @@ void q8_q8_multi_rows(int M, int N, int blocks, const BlockQ8_0* W, const int16_
     }
 }
 
+// C[0..MR, i..i+rows) (+)= MR activation rows · one group of 4 interleaved weight rows (wg, its scales sg): per block
+// the rows' exact int32 sums, then q8_q8_multi_rows' float operations in its order (d_w·d_x, times the sum, added).
+template <int MR>
+void q8_rows4_tile(int blocks, const int8_t* wg, const float* sg, const int16_t* values, const float* xscales,
+                   float* C, int ldc, int rows, bool accumulate) {
+    const int K = blocks * kQ8BlockSize;
+    simd::F4 acc[MR];
+    for (int r = 0; r < MR; ++r) acc[r] = simd::f4_zero();
+    for (int b = 0; b < blocks; ++b) {
+        simd::I4 sums[MR];
+        for (int r = 0; r < MR; ++r) sums[r] = simd::i4_zero();
+        const int8_t* w = wg + (size_t)b * kQ8BlockSize * 4;
+        for (int quad = 0; quad < kQ8BlockSize / 4; ++quad) {
+            simd::I16x8 lo, hi;
+            simd::q8_quad_widen(w + 16 * quad, lo, hi);
+            for (int r = 0; r < MR; ++r)
+                sums[r] = simd::q8_quad_dot(sums[r], lo, hi, values + (size_t)r * K + (size_t)b * kQ8BlockSize + 4 * quad);
+        }
+        const simd::F4 w_scales = simd::f4_load(sg + (size_t)b * 4);
+        for (int r = 0; r < MR; ++r) {
+            const simd::F4 scale = simd::f4_mul(w_scales, simd::f4_splat(xscales[(size_t)r * blocks + b]));
+            acc[r] = simd::f4_add(acc[r], simd::f4_mul(simd::i4_to_f4(sums[r]), scale));
+        }
+    }
+    for (int r = 0; r < MR; ++r) {
+        alignas(16) float out[4];
+        simd::f4_store(out, acc[r]);
+        float* y = C + (size_t)r * ldc;
+        for (int j = 0; j < rows; ++j) y[j] = accumulate ? y[j] + out[j] : out[j];
+    }
+}
+
+using Rows4Tile = void (*)(int, const int8_t*, const float*, const int16_t*, const float*, float*, int, int, bool);
+constexpr int kRows4Tile = 8;  // activation rows per pass: their sums stay in registers with one quad's weights
+constexpr Rows4Tile kRows4Tiles[kRows4Tile + 1] = {nullptr,          &q8_rows4_tile<1>, &q8_rows4_tile<2>,
+                                                   &q8_rows4_tile<3>, &q8_rows4_tile<4>, &q8_rows4_tile<5>,
+                                                   &q8_rows4_tile<6>, &q8_rows4_tile<7>, &q8_rows4_tile<8>};
+
 
 // The activations quantized by the target-level entry points below (the dispatcher keeps its own).
 detail::QuantizedRows& scratch() {
@@ -141,6 +182,32 @@ void gemm_q8_q8_quantized(int M, int N, int K, const int16_t* values, const floa
     } else {
         q8_q8_multi_rows<false>(M, N, blocks, B, values, xscales, nullptr, C, ldc, accumulate);
     }
+}
+
+void gemm_q8_q8_rows4(int M, int N, int K, const int16_t* values, const float* xscales, const int8_t* W4,
+                      const float* scales4, float* C, int ldc, bool accumulate) {
+    detail::check_q8_width("gemm_q8_q8_rows4", K);
+    if (M <= 0 || N <= 0) return;
+    const int blocks = K / kQ8BlockSize;
+    // Group by group of 4 weight rows (2 KiB at K = 512, in L1 for every pass over the activation rows).
+    for (int i = 0; i < N; i += 4) {
+        const int8_t* wg = W4 + (size_t)(i / 4) * blocks * kQ8BlockSize * 4;
+        const float* sg = scales4 + (size_t)(i / 4) * blocks * 4;
+        const int rows = std::min(4, N - i);
+        for (int m = 0; m < M; m += kRows4Tile) {
+            const int tile = std::min(kRows4Tile, M - m);
+            kRows4Tiles[tile](blocks, wg, sg, values + (size_t)m * K, xscales + (size_t)m * blocks,
+                              C + (size_t)m * ldc + i, ldc, rows, accumulate);
+        }
+    }
+}
+
+bool q8_rows4_pays() {
+#if defined(__wasm_simd128__)
+    return true;
+#else
+    return false;
+#endif
 }
 
 void gemm_nt_q8_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc,

@@ -1,5 +1,6 @@
-// IEEE half <-> float and ggml's Q8_0 quantization, bit-exact (integer arithmetic, no FPU rounding modes), and the
-// panel layout of the f32 GEMV.
+// IEEE half <-> float and ggml's Q8_0 quantization, bit-exact (integer arithmetic, no FPU rounding modes), the
+// panel layout of the f32 GEMV and the four-row interleave of the multi-row int8 GEMM.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -86,6 +87,26 @@ std::vector<float> pack_panels(const float* W, int M, int N, int ldw) {
         for (int k = 0; k < N; ++k) out[std::size_t(k) * kPanelRows] = row[k];
     }
     return packed;
+}
+
+std::vector<int8_t> interleave_q8_rows4(const BlockQ8_0* W, int M, int N) {
+    check(M > 0 && N > 0, "interleave_q8_rows4: bad shape M=" + std::to_string(M) + " N=" + std::to_string(N));
+    detail::check_q8_width("interleave_q8_rows4", N);
+    const int blocks = N / kQ8BlockSize;
+    const std::size_t groups = (std::size_t(M) + 3) / 4;
+    std::vector<int8_t> out(groups * blocks * kQ8BlockSize * 4);
+    int8_t* o = out.data();
+    for (std::size_t g = 0; g < groups; ++g)
+        for (int b = 0; b < blocks; ++b)
+            for (int quad = 0; quad < kQ8BlockSize / 4; ++quad)
+                for (int half = 0; half < 2; ++half)
+                    for (int r = 0; r < 4; ++r) {
+                        const std::size_t row = std::min<std::size_t>(4 * g + r, std::size_t(M) - 1);
+                        const int8_t* q = W[row * blocks + b].q + 4 * quad + 2 * half;
+                        *o++ = q[0];
+                        *o++ = q[1];
+                    }
+    return out;
 }
 
 void panel_row(const float* P, int M, int N, int row, float* out) {

@@ -459,6 +459,63 @@ inline void q8_dot4x2(const int8_t* w0, const int8_t* w1, const int8_t* w2, cons
 #endif
 }
 
+// The four-row interleaved int8 layout (kernels::interleave_q8_rows4): I4 holds four weight rows' int32 sums.
+// q8_quad_widen sign-extends one quad's 16 bytes (lo: the rows' columns k, k+1; hi: k+2, k+3), q8_quad_dot adds
+// lo·(x[0], x[1]) + hi·(x[2], x[3]) to each row's lane: 16-bit dot products against a broadcast pair of activations,
+// exact in int32, so the block's sums equal q8_dot4's.
+#if defined(__wasm_simd128__)
+using I4 = v128_t;
+using I16x8 = v128_t;
+inline I4 i4_zero() { return wasm_i32x4_splat(0); }
+inline void q8_quad_widen(const int8_t* w, I16x8& lo, I16x8& hi) {
+    const v128_t v = wasm_v128_load(w);
+    lo = wasm_i16x8_extend_low_i8x16(v);
+    hi = wasm_i16x8_extend_high_i8x16(v);
+}
+inline I4 q8_quad_dot(I4 sum, I16x8 lo, I16x8 hi, const int16_t* x) {
+    return wasm_i32x4_add(sum, wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, wasm_v128_load32_splat(x)),
+                                              wasm_i32x4_dot_i16x8(hi, wasm_v128_load32_splat(x + 2))));
+}
+inline F4 i4_to_f4(I4 v) { return wasm_f32x4_convert_i32x4(v); }
+#elif defined(__SSE2__)
+using I4 = __m128i;
+using I16x8 = __m128i;
+inline I4 i4_zero() { return _mm_setzero_si128(); }
+inline void q8_quad_widen(const int8_t* w, I16x8& lo, I16x8& hi) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
+    lo = _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8);  // each byte in both halves of a lane, shifted down
+    hi = _mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8);
+}
+inline I4 q8_quad_dot(I4 sum, I16x8 lo, I16x8 hi, const int16_t* x) {
+    int32_t pairs[2];
+    std::memcpy(pairs, x, sizeof pairs);
+    return _mm_add_epi32(sum, _mm_add_epi32(_mm_madd_epi16(lo, _mm_set1_epi32(pairs[0])),
+                                            _mm_madd_epi16(hi, _mm_set1_epi32(pairs[1]))));
+}
+inline F4 i4_to_f4(I4 v) { return _mm_cvtepi32_ps(v); }
+#else
+struct I4 {
+    int32_t v[4];
+};
+struct I16x8 {
+    int16_t v[8];
+};
+inline I4 i4_zero() { return I4{{0, 0, 0, 0}}; }
+inline void q8_quad_widen(const int8_t* w, I16x8& lo, I16x8& hi) {
+    for (int j = 0; j < 8; ++j) {
+        lo.v[j] = w[j];
+        hi.v[j] = w[8 + j];
+    }
+}
+inline I4 q8_quad_dot(I4 sum, I16x8 lo, I16x8 hi, const int16_t* x) {
+    for (int r = 0; r < 4; ++r)
+        sum.v[r] += int32_t(lo.v[2 * r]) * x[0] + int32_t(lo.v[2 * r + 1]) * x[1] + int32_t(hi.v[2 * r]) * x[2] +
+                    int32_t(hi.v[2 * r + 1]) * x[3];
+    return sum;
+}
+inline F4 i4_to_f4(I4 v) { return F4{{float(v.v[0]), float(v.v[1]), float(v.v[2]), float(v.v[3])}}; }
+#endif
+
 inline const char* name() {
 #if defined(__wasm_simd128__)
     return "sse2 (wasm simd128)";

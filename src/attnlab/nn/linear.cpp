@@ -31,6 +31,13 @@ void linear_f16_rows(const Linear& layer, const float* x, int rows, float* y, in
     }
 }
 
+// weight_q8's caches, as the loaders and slice_rows leave them.
+void fill_q8_caches(Linear& layer) {
+    layer.weight_q8_scales = kernels::q8_scales_by4(layer.weight_q8.data(), layer.out, layer.in);
+    if (kernels::q8_rows4_pays())
+        layer.weight_q8_rows4 = kernels::interleave_q8_rows4(layer.weight_q8.data(), layer.out, layer.in);
+}
+
 const float* packed_q8_scales(const Linear& layer) {
     const std::size_t groups = (std::size_t(layer.out) + 3) / 4;
     return layer.weight_q8_scales.size() == groups * (layer.in / kernels::kQ8BlockSize) * 4
@@ -120,8 +127,14 @@ void linear_batched(const Linear& layer, const float* x, int rows, float* y) {
     // linear() would take the float-activation GEMM for several Q8_0 rows, but a hypothesis must see the int8
     // rounding of its batch-1 step: the multi-row int8 GEMM computes each row exactly as its gemv_q8_q8, reading
     // the weights once for all rows.
-    kernels::gemm_nt_q8_q8(rows, layer.out, layer.in, x, layer.in, layer.weight_q8.data(), y, layer.out, false,
-                           packed_q8_scales(layer));
+    const float* scales4 = packed_q8_scales(layer);
+    const std::size_t groups = (std::size_t(layer.out) + 3) / 4;
+    if (scales4 && layer.weight_q8_rows4.size() == groups * layer.in * 4)
+        kernels::gemm_nt_q8_q8_rows4(rows, layer.out, layer.in, x, layer.in, layer.weight_q8_rows4.data(), scales4, y,
+                                     layer.out);
+    else
+        kernels::gemm_nt_q8_q8(rows, layer.out, layer.in, x, layer.in, layer.weight_q8.data(), y, layer.out, false,
+                               scales4);
     if (layer.has_bias())
         kernels::bias_act(rows, layer.out, y, layer.out, layer.bias.data(), kernels::Activation::none);
 }
@@ -173,7 +186,7 @@ Linear slice_rows(const Linear& layer, int begin, int count) {
         const std::size_t blocks_per_row = layer.in / kernels::kQ8BlockSize;
         part.weight_q8.assign(layer.weight_q8.begin() + std::size_t(begin) * blocks_per_row,
                               layer.weight_q8.begin() + std::size_t(begin + count) * blocks_per_row);
-        part.weight_q8_scales = kernels::q8_scales_by4(part.weight_q8.data(), count, layer.in);
+        fill_q8_caches(part);
     } else if (layer.panelled()) {
         part.weight = Matrix::from_shape({std::size_t(count), std::size_t(layer.in)});
         for (int r = 0; r < count; ++r) weight_row(layer, begin + r, part.weight.data() + std::size_t(r) * layer.in);
@@ -209,7 +222,7 @@ Linear load_linear_tensors(const gguf::File& file, const std::string& weight_nam
     if (!bias_name.empty() && file.has_tensor(bias_name)) layer.bias = file.load_f32<1>(bias_name, {out});
     validate(layer, weight_name);
     pack_weight_panels(layer);
-    if (layer.quantized()) layer.weight_q8_scales = kernels::q8_scales_by4(layer.weight_q8.data(), out, in);
+    if (layer.quantized()) fill_q8_caches(layer);
     return layer;
 }
 

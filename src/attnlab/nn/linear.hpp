@@ -26,6 +26,10 @@ struct Linear {
     // the Q8_0 bytes): spares the one-row kernel converting f16 scales on every call. Empty: converted per call.
     // A cache of weight_q8, checked only by size: code that changes weight_q8 after loading must clear or refill it.
     std::vector<float> weight_q8_scales;
+    // weight_q8 in kernels::interleave_q8_rows4's layout, for several activation rows (linear_batched), where
+    // kernels::q8_rows4_pays() (wasm; 94% of the Q8_0 bytes more in memory). Empty: the Q8_0 layout. The same
+    // cache rule as weight_q8_scales.
+    std::vector<int8_t> weight_q8_rows4;
     Vector bias;                                   // [out], or empty for no bias
 
     bool quantized() const { return !weight_q8.empty(); }
