@@ -1,11 +1,12 @@
-"""Issue 19: the shipped EN<->DE Transformers translate what people type, not only image descriptions. The issue's
+"""Issue 19: the shipped EN<->DE Transformers (and the RNN translators retrained on the same data, so far DE->EN)
+translate what people type, not only image descriptions. The issue's
 own everyday sentences go through the engine (the native CLI,
 beam 4 as the page runs it) and each translation must reach chrF2 >= 0.5 (50 on attnlab.eval.bleu's 0-100 scale)
 against a reference translation; chrF, not exact text, because several translations are right.
 
     PYTHONPATH=python /usr/bin/python3 -m unittest tests.python.test_everyday_translation
 
-ATTNLAB_EVERYDAY_MODELS=DIR checks DIR/transformer-{en-de,de-en}.q8_0.gguf instead (a candidate before it ships).
+ATTNLAB_EVERYDAY_MODELS=DIR checks DIR/{transformer,bahdanau}-PAIR.q8_0.gguf instead (a candidate before it ships).
 """
 import json
 import os
@@ -34,24 +35,24 @@ DE_EN = [
 MIN_CHRF = 50.0
 
 
-def model_path(pair):
+def model_path(arch, pair):
     folder = os.environ.get("ATTNLAB_EVERYDAY_MODELS") or os.path.join(ROOT, "models", "weights")
-    return os.path.join(folder, f"transformer-{pair}.q8_0.gguf")
+    return os.path.join(folder, f"{arch}-{pair}.q8_0.gguf")
 
 
-def translate(pair, lines):
-    result = subprocess.run([CLI, "translate", "--model", model_path(pair), "--beam", "4", "--json"],
+def translate(arch, pair, lines):
+    result = subprocess.run([CLI, "translate", "--model", model_path(arch, pair), "--beam", "4", "--json"],
                             input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=300, check=True)
     return [json.loads(line)["text"] for line in result.stdout.splitlines()]
 
 
 @needs(os.path.exists(CLI), f"needs the native CLI {CLI} (npm run build)")
 class EverydayTranslation(unittest.TestCase):
-    def check(self, pair, cases):
-        hyps = translate(pair, [source for source, _ in cases])
+    def check(self, pair, cases, arch="transformer"):
+        hyps = translate(arch, pair, [source for source, _ in cases])
         self.assertEqual(len(hyps), len(cases))
         for (source, reference), hyp in zip(cases, hyps):
-            with self.subTest(pair=pair, source=source):
+            with self.subTest(arch=arch, pair=pair, source=source):
                 score = chrf([hyp], [reference])
                 self.assertGreaterEqual(score, MIN_CHRF, f"{source!r} -> {hyp!r} (reference {reference!r}): "
                                                          f"chrF {score:.1f}")
@@ -61,6 +62,9 @@ class EverydayTranslation(unittest.TestCase):
 
     def test_de_en(self):
         self.check("de-en", DE_EN)
+
+    def test_bahdanau_de_en(self):
+        self.check("de-en", DE_EN, arch="bahdanau")
 
 
 if __name__ == "__main__":

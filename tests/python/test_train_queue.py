@@ -91,6 +91,22 @@ class TrainQueueTest(unittest.TestCase):
             argv = queue_commands(ckpt, carried_dir)["transformer-en-de-broad-ft"]
             self.assertEqual(argv[argv.index("--init") + 1], file)
 
+    def test_bahdanau_broad_carried_continues_for_the_epochs_left(self):
+        rnn = importlib.import_module("attnlab.train.rnn")
+        with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
+            for pair in ("en-de", "de-en"):
+                name = f"bahdanau-{pair}-broad"
+                fresh = rnn.parse_args(queue_commands(ckpt, carried_dir)[name][2:] + ["--out", ckpt])
+                self.assertIsNone(fresh.init)
+                file = os.path.join(carried_dir, f"{name}.f16.gguf")
+                open(file, "wb").close()
+                parsed = rnn.parse_args(queue_commands(ckpt, carried_dir)[name][2:] + ["--out", ckpt])
+                self.assertEqual(parsed.init, file)
+                self.assertEqual(parsed.corpus, "broad")
+                self.assertLess(parsed.epochs, fresh.epochs)   # what is left of the run's epochs
+                self.assertNotEqual(parsed.seed, fresh.seed)    # another shuffle than the epochs done
+                self.assertLessEqual(parsed.lr, fresh.lr)
+
     def test_speech_continues_from_shipped_else_carried_weights(self):
         shipped = "models/weights/speech-las.f16.gguf"
         self.assertTrue(os.path.exists(os.path.join(ROOT, shipped)))
