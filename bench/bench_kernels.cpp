@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
         // _interleaved: the same products on the weights interleaved four rows at a time (interleave_q8_rows4,
         // what wasm runs), bit for bit the same results.
         const auto W4 = k::interleave_q8_rows4(Wq.data(), M, N);
-        for (int rows : {4, 8, 32}) {
+        for (int rows : {1, 4, 8, 32}) {
             const auto X = random_floats((size_t)rows * N, 5);
             std::vector<float> Y((size_t)rows * M);
             run("gemv_q8_" + shape + "_q8q8_rows" + std::to_string(rows), flops * rows,

@@ -113,7 +113,7 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
                           const float* scales4, float* C, int ldc, bool accumulate);                          \
     /* Whether the multi-row int8 GEMM should run on interleave_q8_rows4's layout (nn::Linear keeps a copy of \
        its Q8_0 weights in it): in wasm, where SIMD128's dot product leaves the instruction count as the     \
-       bound (docs/performance.md, "Q8_0 rows interleaved in fours"); natively the Q8_0 layout is as fast. */ \
+       bound (docs/performance.md, "Q8_0 rows interleaved in fours"); natively the wider kernels keep Q8_0. */ \
     bool q8_rows4_pays();                                                                                  \
     /* Whether F16 weights should stay halves in memory (nn::Linear::weight_f16): where the target converts \
        halves in one instruction per vector (F16C), a batch-1 step then reads half the bytes               \

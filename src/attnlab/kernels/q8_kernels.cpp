@@ -159,7 +159,6 @@ constexpr Rows4Tile kRows4Tiles[kRows4Tile + 1] = {nullptr,          &q8_rows4_t
                                                    &q8_rows4_tile<3>, &q8_rows4_tile<4>, &q8_rows4_tile<5>,
                                                    &q8_rows4_tile<6>, &q8_rows4_tile<7>, &q8_rows4_tile<8>};
 
-
 // The activations quantized by the target-level entry points below (the dispatcher keeps its own).
 detail::QuantizedRows& scratch() {
     thread_local detail::QuantizedRows s;
