@@ -45,6 +45,12 @@ const float* packed_q8_scales(const Linear& layer) {
                : nullptr;
 }
 
+// weight_q8_rows4 where it holds all of weight_q8 (the cache rule of packed_q8_scales), else null.
+const int8_t* interleaved_q8_weights(const Linear& layer) {
+    const std::size_t groups = (std::size_t(layer.out) + 3) / 4;
+    return layer.weight_q8_rows4.size() == groups * layer.in * 4 ? layer.weight_q8_rows4.data() : nullptr;
+}
+
 }  // namespace
 
 void validate(const Linear& layer, const std::string& what) {
@@ -128,10 +134,9 @@ void linear_batched(const Linear& layer, const float* x, int rows, float* y) {
     // rounding of its batch-1 step: the multi-row int8 GEMM computes each row exactly as its gemv_q8_q8, reading
     // the weights once for all rows.
     const float* scales4 = packed_q8_scales(layer);
-    const std::size_t groups = (std::size_t(layer.out) + 3) / 4;
-    if (scales4 && layer.weight_q8_rows4.size() == groups * layer.in * 4)
-        kernels::gemm_nt_q8_q8_rows4(rows, layer.out, layer.in, x, layer.in, layer.weight_q8_rows4.data(), scales4, y,
-                                     layer.out);
+    const int8_t* interleaved = interleaved_q8_weights(layer);
+    if (scales4 && interleaved)
+        kernels::gemm_nt_q8_q8_rows4(rows, layer.out, layer.in, x, layer.in, interleaved, scales4, y, layer.out);
     else
         kernels::gemm_nt_q8_q8(rows, layer.out, layer.in, x, layer.in, layer.weight_q8.data(), y, layer.out, false,
                                scales4);
