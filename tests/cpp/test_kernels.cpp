@@ -888,6 +888,24 @@ TEST_CASE("bias_act matches the reference") {
                 }
 }
 
+TEST_CASE("gru_gates matches the reference, in place too") {
+    unsigned seed = 1500;
+    for (int rows : {1, 4})
+        for (int H : {1, 3, 16, 37, 256}) {
+            const auto input_gates = random_vector((size_t)rows * 3 * H, seed++, -6.0f, 6.0f);
+            const auto hidden_gates = random_vector((size_t)rows * 3 * H, seed++, -6.0f, 6.0f);
+            const auto h = random_vector((size_t)rows * H, seed++);
+            std::vector<float> out((size_t)rows * H), expected(out.size());
+            k::gru_gates(rows, H, input_gates.data(), hidden_gates.data(), h.data(), out.data());
+            ref::gru_gates(rows, H, input_gates.data(), hidden_gates.data(), h.data(), expected.data());
+            INFO("rows " << rows << " H " << H);
+            check_close(out, expected, 1e-6f, 2e-6f, "gru_gates");
+            auto state = h;  // h_out aliasing h, as gru_sequence steps it
+            k::gru_gates(rows, H, input_gates.data(), hidden_gates.data(), state.data(), state.data());
+            CHECK(state == out);
+        }
+}
+
 TEST_CASE("softmax and log_softmax match the reference, with masks") {
     unsigned seed = 1700;
     for (int rows : {1, 2, 5})

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "attnlab/attnlab.hpp"
+#include "attnlab/audio/wav.hpp"
 #include "attnlab/error.hpp"
 #include "attnlab/image/decode.hpp"
 #include "attnlab/kernels/kernels.hpp"
@@ -304,6 +305,22 @@ const std::vector<std::string> kSentences = {"A man is riding a bicycle down the
 
 }  // namespace
 
+// A paragraph through translate(texts): the sentences decoded together, their choices of each step made
+// concurrently (decode::search_sentences).
+std::vector<float> paragraph_bits(const Model& model, int beam) {
+    TranslateOptions options;
+    options.beam = beam;
+    std::vector<float> out;
+    for (const Translation& t : model.translate(kSentences, options)) {
+        for (int32_t id : t.target_ids) out.push_back(static_cast<float>(id));
+        out.push_back(-1.0f);
+        out.insert(out.end(), t.attention.begin(), t.attention.end());
+        out.insert(out.end(), t.scores.begin(), t.scores.end());
+        out.push_back(t.log_probability);
+    }
+    return out;
+}
+
 TEST_CASE("translators give the same tokens, attention and scores with 1, 2 and 3 threads") {
     if (max_threads() < 2) return;
     for (const char* file : {"tests/fixtures/rnn/additive.gguf", "models/weights/bahdanau-en-de.q8_0.gguf",
@@ -323,6 +340,7 @@ TEST_CASE("translators give the same tokens, attention and scores with 1, 2 and 
                 CAPTURE(n);
                 CHECK(same_bits(translation_bits(model, kSentences, beam), reference));
             }
+            check_thread_invariant("paragraph", [&] { return paragraph_bits(model, beam); });
         }
     }
 }
@@ -341,4 +359,19 @@ TEST_CASE("the shipped captioner gives the same caption and attention with 1 and
         return out;
     };
     check_thread_invariant("caption", caption_bits);
+}
+
+TEST_CASE("the shipped speech recognizer gives the same transcript and attention with 1 and 2 threads") {
+    if (max_threads() < 2) return;
+    const Model model = Model::open(test::source_path("models/weights/speech-las.q8_0.gguf"));
+    const audio::Audio wav = audio::read_wav(test::source_path("web/app/samples/speech/woodchuck.wav"));
+    check_thread_invariant("transcribe", [&] {
+        TranscribeOptions options;
+        options.beam = 4;
+        const Transcription t = model.transcribe(wav.samples.data(), wav.samples.size(), wav.sample_rate, options);
+        std::vector<float> out(t.attention);
+        for (int32_t id : t.ids) out.push_back(static_cast<float>(id));
+        out.push_back(t.log_probability);
+        return out;
+    });
 }

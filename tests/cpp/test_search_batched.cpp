@@ -1,14 +1,17 @@
 // Batched decoding (Decoder::step_batch / select_batch, SearchOptions::batched) against the batch-1 reference
 // (SearchOptions::batched = false: every hypothesis stepped alone through Decoder::step), on the RNN and
 // Transformer fixtures and the shipped f16 and q8_0 translators, for beams 1, 2, 4 and 16; and the batched
-// linear layer against its one-row form.
+// linear layer against its one-row form; best_of_row against a full sort.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "attnlab/decode/batched.hpp"
 #include "attnlab/decode/search.hpp"
 #include "attnlab/io/gguf.hpp"
 #include "attnlab/kernels/kernels.hpp"
@@ -296,4 +299,31 @@ TEST_CASE("search tree: the shipped RNN and Transformer keep the same tree batch
             }
         }
     }
+}
+
+TEST_CASE("best_of_row: the kept candidates are the first of a full sort, ties and -inf included") {
+    std::mt19937 rng(31);
+    for (int vocab : {1, 5, 16, 17, 100, 8000})
+        for (std::size_t keep : {std::size_t(1), std::size_t(3), std::size_t(8)}) {
+            // Few distinct values, so ties are common; some -inf (banned tokens).
+            std::uniform_int_distribution<int> level(0, 12);
+            std::vector<float> values(static_cast<std::size_t>(vocab));
+            for (float& v : values) {
+                const int l = level(rng);
+                v = l == 0 ? -std::numeric_limits<float>::infinity() : -0.25f * static_cast<float>(l);
+            }
+            std::vector<decode::Candidate<float>> all, best{{0.5f, 0, 7}};  // one from an earlier row stays first
+            for (int v = 0; v < vocab; ++v) all.push_back({values[static_cast<std::size_t>(v)], 2, v});
+            std::sort(all.begin(), all.end(), decode::ranks_before<float>);
+            all.resize(std::min(all.size(), keep));
+            decode::best_of_row(values.data(), vocab, 2, keep, best);
+            CAPTURE(vocab);
+            CAPTURE(keep);
+            REQUIRE(best.size() == all.size() + 1);
+            CHECK(best[0].token == 7);
+            for (std::size_t i = 0; i < all.size(); ++i) {
+                CHECK(best[i + 1].token == all[i].token);
+                CHECK(best[i + 1].score == all[i].score);
+            }
+        }
 }

@@ -64,6 +64,23 @@ class TrainQueueTest(unittest.TestCase):
             self.assertEqual(argv[argv.index("--init") + 1], os.path.join(ckpt, "transformer-en-de-broad", "best.pt"))
             self.assertNotIn("--dropout", argv)
 
+    def test_bahdanau_finetuning_starts_from_the_broad_run_with_its_dropout(self):
+        rnn = importlib.import_module("attnlab.train.rnn")
+        with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
+            carried = os.path.join(carried_dir, "bahdanau-en-de-broad.f16.gguf")
+            open(carried, "wb").close()
+            parsed = rnn.parse_args(queue_commands(ckpt, carried_dir)["bahdanau-en-de-broad-ft"][2:] + ["--out", ckpt])
+            self.assertEqual(parsed.init, carried)
+            self.assertEqual(parsed.dropout, 0.3)   # the RNN's, not the Transformers' 0.2
+            self.assertEqual(parsed.multi30k_repeat, 2)
+            self.assertLess(parsed.lr, 1e-3)        # below the broad run's
+            best = os.path.join(ckpt, "bahdanau-en-de-broad", "best.pt")
+            os.makedirs(os.path.dirname(best))
+            open(best, "wb").close()
+            argv = queue_commands(ckpt, carried_dir)["bahdanau-en-de-broad-ft"]
+            self.assertEqual(argv[argv.index("--init") + 1], best)
+            self.assertNotIn("--dropout", argv)
+
     def test_finetuning_carried_midway_continues_from_its_own_weights(self):
         with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
             for name in ("transformer-en-de-broad", "transformer-en-de-broad-ft"):

@@ -63,8 +63,11 @@ public:
     GreedySearch(const SearchOptions& options, int bos, int eos, int max_length, int width = -1);
     // What its row is fed next (one token).
     const std::vector<int32_t>& next_tokens() const { return next_; }
-    // Takes the step's decision from row `first` of out (its logits end as log p). While the search goes on, it
-    // appends `first` to parents (the row its next row continues) and returns true.
+    // The step's choice from row `first` of out (its logits end as log p). It touches only that row and this
+    // search, so the searches of one step may choose concurrently; advance then acts on the choice.
+    void choose(BatchOutput& out, int first);
+    // Takes the step's decision from row `first` of out (choosing first, unless choose did). While the search goes
+    // on, it appends `first` to parents (the row its next row continues) and returns true.
     bool advance(int step, BatchOutput& out, int first, std::vector<int32_t>& parents);
     Hypothesis result();
 
@@ -74,6 +77,7 @@ private:
     History history_;
     std::vector<int32_t> next_;
     std::vector<int32_t> emitted_;  // the tokens so far, for the n-gram ban
+    int32_t chosen_ = -1;           // choose()'s token, until advance takes it
     int node_ = -1;
     Hypothesis result_;             // log p, finished and the tree as they accumulate
 };
@@ -98,16 +102,29 @@ bool ranks_before(const Candidate<Score>& a, const Candidate<Score>& b) {
 // overall best `keep` are among the rows' best `keep`, so the beam never sorts rows × vocab entries.
 template <class Score>
 void best_of_row(const Score* values, int vocab, int beam, std::size_t keep, std::vector<Candidate<Score>>& best) {
+    if (keep == 0) return;
+    constexpr int kBlock = 16;
     const std::size_t begin = best.size();
-    for (int v = 0; v < vocab; ++v) {
-        const Candidate<Score> c{values[v], beam, v};
-        const std::size_t size = best.size() - begin;
-        if (size == keep && !ranks_before(c, best.back())) continue;
-        if (size < keep) best.push_back(c);
-        else best.back() = c;
-        // Insertion into the sorted run [begin, end).
-        for (std::size_t i = best.size() - 1; i > begin && ranks_before(best[i], best[i - 1]); --i)
-            std::swap(best[i], best[i - 1]);
+    for (int block = 0; block < vocab; block += kBlock) {
+        const int block_end = std::min(vocab, block + kBlock);
+        if (best.size() - begin == keep) {
+            // Most of a row ranks below the kept run once it is full: a block with no score above its last one
+            // changes nothing (an equal score ranks after it, its token being higher), so it is skipped whole.
+            const Score last = best.back().score;
+            bool above = false;
+            for (int v = block; v < block_end; ++v) above |= values[v] > last;
+            if (!above) continue;
+        }
+        for (int v = block; v < block_end; ++v) {
+            const Candidate<Score> c{values[v], beam, v};
+            const std::size_t size = best.size() - begin;
+            if (size == keep && !ranks_before(c, best.back())) continue;
+            if (size < keep) best.push_back(c);
+            else best.back() = c;
+            // Insertion into the sorted run [begin, end).
+            for (std::size_t i = best.size() - 1; i > begin && ranks_before(best[i], best[i - 1]); --i)
+                std::swap(best[i], best[i - 1]);
+        }
     }
 }
 
@@ -156,9 +173,13 @@ public:
     // What each live row is fed next.
     const std::vector<int32_t>& next_tokens() const { return tokens_; }
 
-    // Takes the step's decisions from rows [first, first + next_tokens().size()) of out (their logits end as
-    // log p). While the search goes on, it appends to parents the rows of out its next rows continue and returns
-    // true; once it has ended it appends nothing and returns false.
+    // The step's candidates from rows [first, first + next_tokens().size()) of out (their logits end as log p):
+    // each row's best. It touches only those rows and this search, so the searches of one step may choose
+    // concurrently; advance then decides among the candidates.
+    void choose(BatchOutput& out, int first);
+    // Takes the step's decisions from those rows (choosing first, unless choose did). While the search goes on,
+    // it appends to parents the rows of out its next rows continue and returns true; once it has ended it
+    // appends nothing and returns false.
     bool advance(int step, BatchOutput& out, int first, std::vector<int32_t>& parents);
 
     Hypothesis result();
@@ -186,17 +207,15 @@ private:
     std::vector<Candidate<Score>> candidates_;
     std::vector<Score> row_scores_;  // one row's candidate scores [vocab]
     std::vector<int32_t> prefix_;    // one row's tokens, for the n-gram ban
+    bool chosen_ = false;            // candidates_ holds this step's (choose ran; advance not yet)
     std::vector<Ended> ended_;
 };
 
 template <class Scorer>
-bool BeamSearch<Scorer>::advance(int step, BatchOutput& out, int first, std::vector<int32_t>& parents) {
-    constexpr Score kNegativeInfinity = -std::numeric_limits<Score>::infinity();
-    const int beam_width = options_.beam;
-    const std::size_t keep_per_step = static_cast<std::size_t>(2 * beam_width);
+void BeamSearch<Scorer>::choose(BatchOutput& out, int first) {
+    const std::size_t keep_per_step = static_cast<std::size_t>(2 * options_.beam);
     const int rows = static_cast<int>(tokens_.size()), vocab = out.vocab;
     if (first + rows > out.rows) fail("decoder: a step returned fewer rows than it was fed");
-    const std::size_t step_row = history_.add_rows(out, first, rows);
     candidates_.clear();
     row_scores_.resize(static_cast<std::size_t>(vocab));
     const std::size_t keep_per_row = std::min(keep_per_step, static_cast<std::size_t>(vocab));
@@ -211,6 +230,18 @@ bool BeamSearch<Scorer>::advance(int step, BatchOutput& out, int first, std::vec
         scorer_.score_row(b, scores_[b], log_p, vocab, row_scores_.data());
         best_of_row(row_scores_.data(), vocab, b, keep_per_row, candidates_);
     }
+    chosen_ = true;
+}
+
+template <class Scorer>
+bool BeamSearch<Scorer>::advance(int step, BatchOutput& out, int first, std::vector<int32_t>& parents) {
+    constexpr Score kNegativeInfinity = -std::numeric_limits<Score>::infinity();
+    const int beam_width = options_.beam;
+    const std::size_t keep_per_step = static_cast<std::size_t>(2 * beam_width);
+    const int rows = static_cast<int>(tokens_.size());
+    if (!chosen_) choose(out, first);
+    chosen_ = false;
+    const std::size_t step_row = history_.add_rows(out, first, rows);
     // The 2K best continuations: at most K of them can end in EOS, so K live ones remain.
     const std::size_t keep = std::min(candidates_.size(), keep_per_step);
     std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), ranks_before<Score>);

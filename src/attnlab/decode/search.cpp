@@ -269,10 +269,16 @@ int32_t choose_greedy(float* logits, int vocab, const std::vector<int32_t>& toke
 GreedySearch::GreedySearch(const SearchOptions& options, int bos, int eos, int max_length, int width)
     : options_(options), eos_(eos), max_length_(max_length), history_(width), next_{bos} {}
 
-bool GreedySearch::advance(int step, BatchOutput& out, int first, std::vector<int32_t>& parents) {
+void GreedySearch::choose(BatchOutput& out, int first) {
     if (first >= out.rows) fail("decoder: a step returned fewer rows than it was fed");
-    float* logits = out.logits_row(first);
-    const int32_t token = choose_greedy(logits, out.vocab, emitted_, options_.no_repeat_ngram);
+    chosen_ = choose_greedy(out.logits_row(first), out.vocab, emitted_, options_.no_repeat_ngram);
+}
+
+bool GreedySearch::advance(int step, BatchOutput& out, int first, std::vector<int32_t>& parents) {
+    if (chosen_ < 0) choose(out, first);
+    const int32_t token = chosen_;
+    chosen_ = -1;
+    const float* logits = out.logits_row(first);
     const bool last_step = step + 1 >= max_length_;
     result_.log_probability += logits[token];
     if (options_.record_tree)

@@ -4,10 +4,15 @@
 #include <numeric>
 
 #include "attnlab/decode/batched.hpp"
+#include "attnlab/parallel/pool.hpp"
 
 namespace attnlab::decode {
 
 namespace {
+
+// A step's choice per logit, in the pool's multiply-adds: the log-softmax's exponential (~8) and the scoring and
+// selection after it.
+constexpr double kChoiceWorkPerElement = 10.0;
 
 // search_sentences with one Search (GreedySearch or BeamSearch) per sentence, each taking its decisions from its
 // own rows of every step.
@@ -38,8 +43,18 @@ std::vector<Hypothesis> search_each(const SentencesDecoder& decoder, const Searc
     std::unique_ptr<DecoderBatch> batch =
         decoder.start_batch(sentence_of_row.data(), static_cast<int>(tokens.size()), capacity);
     BatchOutput out;
+    std::vector<Sentence*> live;
+    live.reserve(sentences.size());
     for (int step = 0; !tokens.empty(); ++step) {
         decoder.step_batch(*batch, tokens.data(), sentence_of_row.data(), out);
+        // The sentences choose concurrently (each from its own rows, into its own state), then decide in order.
+        live.clear();
+        for (Sentence& sentence : sentences)
+            if (!sentence.done) live.push_back(&sentence);
+        parallel::parallel_for(static_cast<int>(live.size()), 1, double(out.rows) * out.vocab * kChoiceWorkPerElement,
+                               [&](int begin, int end) {
+                                   for (int i = begin; i < end; ++i) live[i]->search.choose(out, live[i]->first);
+                               });
         next_tokens.clear();
         next_sentence_of_row.clear();
         parents.clear();

@@ -378,6 +378,9 @@ void bias_act(int rows, int cols, float* y, int ldy, const float* bias, Activati
     ATTNLAB_DISPATCH(bias_act(rows, cols, y, ldy, bias, act))
 }
 void activate(float* x, std::size_t n, Activation act) { ATTNLAB_DISPATCH(activate(x, n, act)) }
+void gru_gates(int rows, int H, const float* input_gates, const float* hidden_gates, const float* h, float* h_out) {
+    ATTNLAB_DISPATCH(gru_gates(rows, H, input_gates, hidden_gates, h, h_out))
+}
 // The row-wise softmaxes split their rows over the pool (each row is computed alone, so the bits do not depend on
 // the split): a batched step's 32 rows of 8000 logits (beam 4 × 8 sentences) are ~2 Mi multiply-adds' worth of
 // exponentials, as long as a 512×512 int8 product of the same rows: on one thread they would wait while the

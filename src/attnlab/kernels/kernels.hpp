@@ -70,6 +70,11 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
     void bias_act(int rows, int cols, float* y, int ldy, const float* bias, Activation act);              \
     /* x = act(x) elementwise */                                                                           \
     void activate(float* x, std::size_t n, Activation act);                                               \
+    /* One GRU step's gates, PyTorch's nn.GRU equations, for `rows` rows: r = σ(gi_r + gh_r),            \
+       z = σ(gi_z + gh_z), n = tanh(gi_n + r·gh_n), h_out = (1 − z)·n + z·h, with gi = input_gates and gh =  \
+       hidden_gates [rows, 3H] (r, z, n each H wide), h and h_out [rows, H]; h_out may alias h. */          \
+    void gru_gates(int rows, int H, const float* input_gates, const float* hidden_gates, const float* h,  \
+                   float* h_out);                                                                          \
     /* Row-wise softmax in place, stable (max subtracted). mask: null or [rows, cols] with row stride     \
        ldm (ldm = 0 broadcasts one mask row to all rows); 0 excludes a column. A fully masked row         \
        becomes all zeros. */                                                                              \

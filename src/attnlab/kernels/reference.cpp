@@ -163,6 +163,21 @@ void activate(float* x, std::size_t n, Activation act) {
     for (std::size_t i = 0; i < n; ++i) x[i] = activation(x[i], act);
 }
 
+void gru_gates(int rows, int H, const float* input_gates, const float* hidden_gates, const float* h, float* h_out) {
+    check(rows >= 0 && H >= 0, "gru_gates: negative size");
+    for (int row = 0; row < rows; ++row) {
+        const float* gi = input_gates + (size_t)row * 3 * H;
+        const float* gh = hidden_gates + (size_t)row * 3 * H;
+        for (int j = 0; j < H; ++j) {
+            const float r = activation(gi[j] + gh[j], Activation::sigmoid);
+            const float z = activation(gi[H + j] + gh[H + j], Activation::sigmoid);
+            const float n = std::tanh(gi[2 * H + j] + r * gh[2 * H + j]);
+            const size_t at = (size_t)row * H + j;
+            h_out[at] = (1.0f - z) * n + z * h[at];
+        }
+    }
+}
+
 // The largest kept value of a row (mask null keeps all); -inf when nothing is kept.
 static float masked_max(const float* row, const uint8_t* mask, int cols) {
     float max = -std::numeric_limits<float>::infinity();

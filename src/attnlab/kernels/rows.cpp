@@ -104,6 +104,31 @@ void activate(float* x, std::size_t n, Activation act) {
     }
 }
 
+void gru_gates(int rows, int H, const float* input_gates, const float* hidden_gates, const float* h, float* h_out) {
+    check(rows >= 0 && H >= 0, "gru_gates: negative size");
+    const ActSigmoid sigmoid;
+    const ActTanh tanh;
+    const Vec one = simd::splat(1.0f);
+    for (int row = 0; row < rows; ++row) {
+        const float* gi = input_gates + (size_t)row * 3 * H;
+        const float* gh = hidden_gates + (size_t)row * 3 * H;
+        const float* state = h + (size_t)row * H;
+        float* out = h_out + (size_t)row * H;
+        for (int j = 0; j < H; j += kWidth) {
+            const int left = H - j;
+            const auto at = [&](const float* p) { return load_tail_or_full(p + j, left); };
+            const Vec r = sigmoid(at(gi) + at(gh));
+            const Vec z = sigmoid(at(gi + H) + at(gh + H));
+            const Vec n = tanh(at(gi + 2 * H) + r * at(gh + 2 * H));
+            const Vec next = (one - z) * n + z * at(state);  // state is read before out is written: aliasing is fine
+            if (left >= kWidth)
+                simd::store(out + j, next);
+            else
+                simd::store_partial(out + j, next, left);
+        }
+    }
+}
+
 void softmax_rows(int rows, int cols, float* x, int ldx, const uint8_t* mask, int ldm) {
     detail::check_rows("softmax_rows", rows, cols, ldx);
     detail::check_mask("softmax_rows", cols, mask, ldm);

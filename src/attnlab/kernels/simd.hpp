@@ -68,26 +68,33 @@ inline Vec load_f16(const uint16_t* p) {
 
 // e^x and tanh x. Natively xsimd's. In wasm, xsimd's SSE2 code for them converts float to int through intrinsics
 // Emscripten emulates lane by lane (docs/performance.md, Kernel notes, "e^x and tanh in wasm"), so wasm takes
-// Cephes's expf and tanhf on SIMD128's own nearest and trunc_sat: within
-// 2 ulp of e^x on [-87.33, 88.02]; 0 below (exp(-inf) = 0 exactly, as the softmax masks need), +inf above 88.72,
-// and exp(88.02) in between, where no caller looks (softmax and log-softmax take x − max ≤ 0, sigmoid 1/(1 + e^-x)
-// and tanh e^(2|x|) only up to |x| = 9).
+// Cephes's expf and tanhf in SIMD128's cheapest instructions (V8 on x86 lowers f32x4.min/max and trunc_sat to
+// several each): pmin/pmax clamp (NaN stays NaN), n = round(x·log2 e) and 2^n come from one add of 1.5·2^23
+// (ties to even, as f32x4.nearest rounds, with n's integer in the float's low bits), and andnot and pmax set the
+// out-of-range lanes. Within 2 ulp of e^x on [-87.33, 88.0] (tests/cpp/test_simd.cpp); 0 below (exp(-inf) = 0
+// exactly, as the softmax masks need), +inf above 88.72, and exp(88.02) in between (127 ulp off at 88.02), where
+// no caller looks (softmax and log-softmax take x − max ≤ 0, sigmoid 1/(1 + e^-x) and tanh e^(2|x|) only up to
+// |x| = 9).
 #if defined(__wasm_simd128__)
 inline Vec exp(const Vec& v) {
     const v128_t x0 = static_cast<v128_t>(static_cast<__m128>(v));
     const v128_t lo = wasm_f32x4_splat(-87.3365447504f), hi = wasm_f32x4_splat(88.02f);
-    v128_t x = wasm_f32x4_min(wasm_f32x4_max(x0, lo), hi);
-    const v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)));
+    v128_t x = wasm_f32x4_pmin(wasm_f32x4_pmax(x0, lo), hi);
+    const v128_t round_magic = wasm_f32x4_splat(12582912.0f);  // 1.5·2^23
+    const v128_t shifted = wasm_f32x4_add(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)), round_magic);
+    const v128_t n = wasm_f32x4_sub(shifted, round_magic);
     x = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));   // ln 2 in two parts
     x = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
     v128_t y = wasm_f32x4_splat(1.9875691500e-4f);
     for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
         y = wasm_f32x4_add(wasm_f32x4_mul(y, x), wasm_f32x4_splat(c));
     y = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(y, wasm_f32x4_mul(x, x)), x), wasm_f32x4_splat(1.0f));
-    const v128_t pow2n = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
+    // 2^n: n + 127 in the exponent field, from n's integer bits in `shifted` (0x4B400000 + n)
+    const v128_t pow2n = wasm_i32x4_shl(wasm_i32x4_add(shifted, wasm_i32x4_splat(127 - 0x4B400000)), 23);
     y = wasm_f32x4_mul(y, pow2n);
-    y = wasm_v128_bitselect(wasm_f32x4_splat(0.0f), y, wasm_f32x4_lt(x0, lo));
-    y = wasm_v128_bitselect(wasm_f32x4_splat(__builtin_inff()), y, wasm_f32x4_gt(x0, wasm_f32x4_splat(88.7228391f)));
+    y = wasm_v128_andnot(y, wasm_f32x4_lt(x0, lo));                                          // 0 below
+    const v128_t overflow = wasm_f32x4_gt(x0, wasm_f32x4_splat(88.7228391f));
+    y = wasm_f32x4_pmax(y, wasm_v128_and(overflow, wasm_f32x4_splat(__builtin_inff())));      // +inf above (y ≥ 0)
     return Vec(static_cast<__m128>(y));
 }
 inline Vec tanh(const Vec& v) {

@@ -7,6 +7,7 @@
 
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
+#include "attnlab/parallel/pool.hpp"
 
 namespace attnlab::nn {
 
@@ -45,26 +46,19 @@ void validate(const LSTMCell& cell) {
 
 namespace {
 
-// input_gates [3H] = W_ih x + b_ih, hidden_gates [3H] = W_hh h + b_hh, h [H] -> h_out [H]
-void gru_gates(int H, const float* input_gates, const float* hidden_gates, const float* h, float* h_out) {
-    const float *gi_r = input_gates, *gi_z = input_gates + H, *gi_n = input_gates + 2 * H;
-    const float *gh_r = hidden_gates, *gh_z = gh_r + H, *gh_n = gh_r + 2 * H;
-    for (int j = 0; j < H; ++j) {
-        const float r = sigmoid(gi_r[j] + gh_r[j]);
-        const float z = sigmoid(gi_z[j] + gh_z[j]);
-        const float n = std::tanh(gi_n[j] + r * gh_n[j]);
-        h_out[j] = (1.0f - z) * n + z * h[j];  // h[j] is read before h_out[j] is written: aliasing is fine
-    }
+// gru_step_projected with the room for W_hh h + b_hh [3H] given
+void gru_step_projected(const GRUCell& cell, const float* input_gates, const float* h, float* h_out,
+                        float* hidden_gates) {
+    linear(cell.hh, h, 1, hidden_gates);
+    kernels::gru_gates(1, cell.hidden_size, input_gates, hidden_gates, h, h_out);
 }
 
 }  // namespace
 
 // input_gates [3H] = W_ih x + b_ih, h [H] -> h_out [H]
 void gru_step_projected(const GRUCell& cell, const float* input_gates, const float* h, float* h_out) {
-    const int H = cell.hidden_size;
-    std::vector<float> hidden_gates(3 * std::size_t(H));  // W_hh h + b_hh   [3H]
-    linear(cell.hh, h, 1, hidden_gates.data());
-    gru_gates(H, input_gates, hidden_gates.data(), h, h_out);
+    std::vector<float> hidden_gates(3 * std::size_t(cell.hidden_size));
+    gru_step_projected(cell, input_gates, h, h_out, hidden_gates.data());
 }
 
 // x [rows, in], h [rows, H] -> h_out [rows, H]
@@ -74,10 +68,7 @@ void gru_step_rows(const GRUCell& cell, const float* x, const float* h, int rows
     float* hidden_gates = gates + std::size_t(rows) * 3 * H;     // [rows, 3H]
     linear_batched(cell.ih, x, rows, input_gates);
     linear_batched(cell.hh, h, rows, hidden_gates);
-    for (int r = 0; r < rows; ++r) {
-        const std::size_t gate_row = std::size_t(r) * 3 * H, state_row = std::size_t(r) * H;
-        gru_gates(H, input_gates + gate_row, hidden_gates + gate_row, h + state_row, h_out + state_row);
-    }
+    kernels::gru_gates(rows, H, input_gates, hidden_gates, h, h_out);
 }
 
 // x [in], h [H] -> h_out [H]
@@ -95,11 +86,11 @@ Matrix gru_sequence(const GRUCell& cell, const Matrix& x, const float* h0, bool 
     const int S = rows(x), H = cell.hidden_size;
     const Matrix input_gates = linear(cell.ih, x);  // [S, 3H], one GEMM for the whole sequence
     Matrix outputs = Matrix::from_shape({std::size_t(S), std::size_t(H)});
-    std::vector<float> h(H, 0.0f);
+    std::vector<float> h(H, 0.0f), hidden_gates(3 * std::size_t(H));
     if (h0) std::copy(h0, h0 + H, h.begin());
     for (int step = 0; step < S; ++step) {
         const int s = reverse ? S - 1 - step : step;
-        gru_step_projected(cell, input_gates.data() + std::size_t(s) * 3 * H, h.data(), h.data());
+        gru_step_projected(cell, input_gates.data() + std::size_t(s) * 3 * H, h.data(), h.data(), hidden_gates.data());
         std::copy(h.begin(), h.end(), outputs.data() + std::size_t(s) * H);
     }
     return outputs;
@@ -153,8 +144,16 @@ BiGRUOutput bigru_forward(const BiGRU& gru, const Matrix& x, const Matrix* h0) {
         fail("BiGRU: the two directions have different sizes");
     if (!(!h0 || (h0->dimension() == 2 && rows(*h0) == 2 && cols(*h0) == H))) fail("BiGRU: h0 must be [2, H]");
     const int S = rows(x);
-    const Matrix forward = gru_sequence(gru.forward, x, h0 ? h0->data() : nullptr, false);       // [S, H]
-    const Matrix backward = gru_sequence(gru.backward, x, h0 ? h0->data() + H : nullptr, true);  // [S, H]
+    // The two directions are independent: with a second thread each runs on its own, where their steps' products
+    // are too small for the kernels to split (the same instructions either way, so the same bits).
+    Matrix forward, backward;  // [S, H] each
+    const double work = 2.0 * S * 3 * H * (double(gru.forward.input_size) + H);
+    parallel::parallel_for(2, 1, work, [&](int begin, int end) {
+        for (int direction = begin; direction < end; ++direction) {
+            if (direction == 0) forward = gru_sequence(gru.forward, x, h0 ? h0->data() : nullptr, false);
+            else backward = gru_sequence(gru.backward, x, h0 ? h0->data() + H : nullptr, true);
+        }
+    });
 
     BiGRUOutput result;
     result.outputs = Matrix::from_shape({std::size_t(S), 2 * std::size_t(H)});
