@@ -312,16 +312,19 @@ void take_encoding(Translation& result, const models::Transformer& model, const 
                    const TranslateOptions& options) {
     result.score_function = nn::score_name(nn::Score::scaled_dot);
     result.encoder_self_attention = to_attention_tensor(encoded.self_attention);
-    // The full per-layer tensors of the chosen output are recomputed once rather than carried by every beam.
-    Tensor4 decoder_self, cross, decoder_self_scores, cross_scores;
-    models::transformer_output_attention(model, encoded, result.target_ids, decoder_self, cross,
-                                         options.raw_scores ? &decoder_self_scores : nullptr,
-                                         options.raw_scores ? &cross_scores : nullptr);
-    result.decoder_self_attention = to_attention_tensor(decoder_self);
-    result.cross_attention = to_attention_tensor(cross);
-    if (options.raw_scores) {
-        result.decoder_self_scores = to_attention_tensor(decoder_self_scores);
-        result.cross_scores = to_attention_tensor(cross_scores);
+    if (options.all_layers || options.raw_scores) {
+        // The full per-layer tensors of the chosen output are recomputed once rather than carried by every beam
+        // (a paragraph's translation spends an eighth of its time in this pass: only callers who ask pay for it).
+        Tensor4 decoder_self, cross, decoder_self_scores, cross_scores;
+        models::transformer_output_attention(model, encoded, result.target_ids, decoder_self, cross,
+                                             options.raw_scores ? &decoder_self_scores : nullptr,
+                                             options.raw_scores ? &cross_scores : nullptr);
+        result.decoder_self_attention = to_attention_tensor(decoder_self);
+        result.cross_attention = to_attention_tensor(cross);
+        if (options.raw_scores) {
+            result.decoder_self_scores = to_attention_tensor(decoder_self_scores);
+            result.cross_scores = to_attention_tensor(cross_scores);
+        }
     }
     if (encoded.queries.size() > 0) {  // TranslateOptions::query_key
         result.encoder_queries = to_attention_tensor(encoded.queries);

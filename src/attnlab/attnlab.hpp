@@ -33,7 +33,10 @@ struct TranslateOptions {
                                 // raw scores (Translation::encoder_queries, encoder_keys, encoder_self_scores)
     bool raw_scores = false;    // Transformers: also return every attention's per-head raw scores, taken in the
                                 // pass that makes its weights (Translation::encoder_self_scores,
-                                // decoder_self_scores, cross_scores)
+                                // decoder_self_scores, cross_scores); implies all_layers
+    bool all_layers = false;    // Transformers: also return every decoder layer's and head's attention
+                                // (Translation::decoder_self_attention, cross_attention), one more decoder pass
+                                // over the chosen output
 };
 
 // The n-gram size a translation may not repeat unless the caller says otherwise: it stops the loops a model falls
@@ -114,6 +117,7 @@ struct Translation {
     // Decoder rows and columns are the decoder inputs (<s>, y_1 .. y_{T-1}): row i is the step that produced
     // target token i.
     AttentionTensor encoder_self_attention;    // [L_enc, H, source, source]
+    // TranslateOptions::all_layers or raw_scores only (else empty):
     AttentionTensor decoder_self_attention;    // [L_dec, H, target, target], causal (zero above the diagonal)
     AttentionTensor cross_attention;           // [L_dec, H, target, source]
     // TranslateOptions::query_key only (else empty): what softmax(q·k/√hd) of encoder_self_attention is made of.

@@ -359,6 +359,7 @@ int run_translate(const Arguments& args) {
     options.max_length = flag_value("--max-length", args.max_length, attnlab::Option::translation_max_length, 0);
     options.no_repeat_ngram =
         flag_value("--no-repeat-ngram", args.no_repeat_ngram, attnlab::Option::translation_no_repeat_ngram, -1);
+    options.all_layers = args.json;  // the JSON has every decoder layer's attention; the text output needs none
     long long batch_size = 16;  // stdin lines translated at once
     if (args.batch.given) {
         batch_size = whole_number("--batch", args.batch);

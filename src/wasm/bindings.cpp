@@ -140,6 +140,8 @@ val to_translation(const attnlab::Translation& t, bool beam_tree) {
     out.set("warnings", warnings);
     if (!t.encoder_self_attention.empty()) {  // Transformer models only
         out.set("encoderSelfAttention", to_attention_tensor(t.encoder_self_attention));
+    }
+    if (!t.cross_attention.empty()) {  // TranslateOptions::all_layers or raw_scores
         out.set("decoderSelfAttention", to_attention_tensor(t.decoder_self_attention));
         out.set("crossAttention", to_attention_tensor(t.cross_attention));
     }
@@ -199,6 +201,11 @@ public:
 
     val translate_with_scores(const std::string& text, int beam, int max_length, int no_repeat_ngram,
                               bool beam_tree, bool query_key, bool raw_scores) const {
+        return translate_with_layers(text, beam, max_length, no_repeat_ngram, beam_tree, query_key, raw_scores, false);
+    }
+
+    val translate_with_layers(const std::string& text, int beam, int max_length, int no_repeat_ngram,
+                              bool beam_tree, bool query_key, bool raw_scores, bool all_layers) const {
         return guarded(attnlab::ErrorKind::input, [&] {
             attnlab::TranslateOptions options;
             options.beam = beam;
@@ -207,6 +214,7 @@ public:
             options.beam_tree = beam_tree;
             options.query_key = query_key;
             options.raw_scores = raw_scores;
+            options.all_layers = all_layers;
             return to_translation(model_.translate(text, options), beam_tree);
         });
     }
@@ -221,6 +229,12 @@ public:
     // from the batched search itself, query/key from the engine's one-sentence path, text by text inside it.
     val translate_many_with_scores(const val& texts, int beam, int max_length, int no_repeat_ngram, bool beam_tree,
                                    bool query_key, bool raw_scores) const {
+        return translate_many_with_layers(texts, beam, max_length, no_repeat_ngram, beam_tree, query_key, raw_scores,
+                                          false);
+    }
+
+    val translate_many_with_layers(const val& texts, int beam, int max_length, int no_repeat_ngram, bool beam_tree,
+                                   bool query_key, bool raw_scores, bool all_layers) const {
         return guarded(attnlab::ErrorKind::input, [&] {
             attnlab::check(texts.isArray(), "the texts must be an array of strings");
             const std::size_t count = texts["length"].as<std::size_t>();
@@ -237,6 +251,7 @@ public:
             options.beam_tree = beam_tree;
             options.query_key = query_key;
             options.raw_scores = raw_scores;
+            options.all_layers = all_layers;
             const std::vector<attnlab::Translation> translations = model_.translate(items, options);
             val out = val::array();
             for (std::size_t i = 0; i < translations.size(); ++i) out.set(i, to_translation(translations[i], beam_tree));
@@ -339,8 +354,10 @@ EMSCRIPTEN_BINDINGS(attnlab) {
         .function("translate", &JsModel::translate_with_tree)
         .function("translate", &JsModel::translate_with_extras)
         .function("translate", &JsModel::translate_with_scores)
+        .function("translate", &JsModel::translate_with_layers)
         .function("translateMany", &JsModel::translate_many)
         .function("translateMany", &JsModel::translate_many_with_scores)
+        .function("translateMany", &JsModel::translate_many_with_layers)
         .function("caption", &JsModel::caption)
         .function("caption", &JsModel::caption_with_tree)
         .function("caption", &JsModel::caption_with_extras)

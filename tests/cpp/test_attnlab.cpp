@@ -387,7 +387,9 @@ int check_softmax_is_weights(const AttentionTensor& scores, const AttentionTenso
 TEST_CASE("raw_scores: every Transformer attention's raw scores, whose softmax over each row is its weights") {
     const Model& model = shipped_transformer_en_de();
     const std::string text = "A girl in a red dress is playing with her dog on the grass.";
-    const Translation plain = model.translate(text);
+    TranslateOptions all_layers;
+    all_layers.all_layers = true;
+    const Translation plain = model.translate(text, all_layers);
     CHECK(plain.encoder_self_scores.empty());
     CHECK(plain.decoder_self_scores.empty());
     CHECK(plain.cross_scores.empty());

@@ -285,6 +285,7 @@ namespace {
 std::vector<float> translation_bits(const Model& model, const std::vector<std::string>& texts, int beam) {
     TranslateOptions options;
     options.beam = beam;
+    options.all_layers = true;
     std::vector<float> out;
     for (const std::string& text : texts) {
         const Translation t = model.translate(text, options);

@@ -89,7 +89,9 @@ void check_transformer_pair(const std::string& name, const char* const* sentence
     for (std::size_t i = 0; i < count; ++i) {
         const std::string text = sentences[i];
         CAPTURE(text);
-        const Translation reference = f16_model.translate(text), quantized = q8_model.translate(text);
+        TranslateOptions all_layers;
+        all_layers.all_layers = true;
+        const Translation reference = f16_model.translate(text, all_layers), quantized = q8_model.translate(text, all_layers);
         REQUIRE(quantized.source_ids == reference.source_ids);
         const models::TransformerEncoded encoded_f16 = models::transformer_encode(f16, reference.source_ids);
         const models::TransformerEncoded encoded_q8 = models::transformer_encode(q8, reference.source_ids);

@@ -87,6 +87,7 @@ void check_model(const std::string& path, const std::vector<std::string>& texts,
     for (int beam : {1, 4}) {
         TranslateOptions options;
         options.beam = beam;
+        options.all_layers = true;
         check_same_translations(model, texts, options);
         options.max_length = cutting_length;
         const int cut = check_same_translations(model, texts, options);
@@ -118,6 +119,7 @@ TEST_CASE("batched sentences: the RNN and Transformer fixtures, beam 16 over sev
         CAPTURE(path);
         const Model model = Model::open(test::source_path(path));
         TranslateOptions options;
+        options.all_layers = true;
         for (int beam : {1, 4, 16}) {
             options.beam = beam;
             check_same_translations(model, kFixtureTexts, options);

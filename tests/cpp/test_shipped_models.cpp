@@ -63,6 +63,7 @@ TEST_CASE("shipped f16 translators: PyTorch's greedy tokens on >= 49 of 50 test 
         float worst_attention = 0;
         TranslateOptions pytorch_decoding;  // PyTorch's greedy search bans no repeated n-gram
         pytorch_decoding.no_repeat_ngram = 0;
+        pytorch_decoding.all_layers = true;
         for (int i = 0; i < sentences; ++i) {
             const std::string p = "sentence." + std::to_string(i) + ".";
             const std::string text = expected.get_string(p + "text");

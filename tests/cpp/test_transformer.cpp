@@ -162,7 +162,16 @@ TEST_CASE("transformer: Model::translate returns the tensors with their dimensio
     const Model model = Model::open(fixture_path());
     CHECK(model.architecture() == "attnlab.transformer");
     const std::string text = fixture().get_string(key(0, "text"));
-    const Translation t = model.translate(text);
+    TranslateOptions all_layers;
+    all_layers.all_layers = true;
+    const Translation t = model.translate(text, all_layers);
+    // Without the option the decoder's per-layer tensors are not computed; the rest is the same.
+    const Translation plain = model.translate(text);
+    CHECK(plain.cross_attention.empty());
+    CHECK(plain.decoder_self_attention.empty());
+    CHECK(plain.target_ids == t.target_ids);
+    CHECK(plain.attention == t.attention);
+    CHECK(plain.encoder_self_attention.data == t.encoder_self_attention.data);
     const std::vector<int32_t> expected = fixture().get_i32_array(key(0, "greedy_ids"));
     CHECK(t.source_ids == fixture().get_i32_array(key(0, "source_ids")));
     CHECK(t.target_ids == expected);

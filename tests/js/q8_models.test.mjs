@@ -53,7 +53,7 @@ test('q8_0 Transformer: module and CLI give the same tokens and every attention 
     for (const text of SENTENCES) {
       for (const options of [{ beam: 1 }, { beam: 4 }]) {
         const label = `${JSON.stringify(text)} ${JSON.stringify(options)}`;
-        const t = await model.translate(text, options);
+        const t = await model.translate(text, { ...options, allLayers: true });  // the CLI's --json has every layer
         const cli = cliTranslate(text, options, TRANSFORMER);
         assert.equal(t.text, cli.text, `${label}: text`);
         assert.deepEqual(t.sourceIds, cli.source_ids, `${label}: source ids`);

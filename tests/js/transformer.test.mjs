@@ -64,7 +64,7 @@ test('Transformer translations equal the CLI: text, tokens, ids and every attent
   for (const text of SENTENCES) {
     for (const options of OPTIONS) {
       const label = `${JSON.stringify(text)} ${JSON.stringify(options)}`;
-      const t = await model.translate(text, options);
+      const t = await model.translate(text, { ...options, allLayers: true });  // the CLI's --json has every layer
       const cli = cliTranslate(text, options, MODEL);
       assert.equal(t.text, cli.text, `${label}: text`);
       assert.deepEqual(t.sourceTokens, cli.source_tokens, `${label}: source tokens`);
@@ -95,7 +95,7 @@ test('Transformer translations equal the CLI: text, tokens, ids and every attent
 });
 
 test('the alignment of a Transformer is the last decoder layer\'s cross-attention averaged over heads', async () => {
-  const t = await model.translate(SENTENCES[1], { beam: 3 });
+  const t = await model.translate(SENTENCES[1], { beam: 3, allLayers: true });
   const cross = t.crossAttention;
   assert.ok(cross.rows > 0);
   assert.deepEqual([t.attention.rows, t.attention.cols], [cross.rows, cross.cols]);
@@ -126,9 +126,22 @@ test('attentionHead() indexes [layer, head, row, col], shares the data, and reje
   assert.throws(() => attentionHead(null, 0, 0), /needs an attention tensor/);
 });
 
+test('a Transformer\'s decoder tensors only with allLayers (or rawScores); nothing else changes', async () => {
+  const plain = await model.translate(SENTENCES[1], { beam: 3 });
+  const full = await model.translate(SENTENCES[1], { beam: 3, allLayers: true });
+  assert.equal(plain.decoderSelfAttention, undefined);
+  assert.equal(plain.crossAttention, undefined);
+  assert.ok(full.crossAttention && full.decoderSelfAttention);
+  for (const key of ['targetIds', 'attention', 'scores', 'encoderSelfAttention']) assert.deepEqual(plain[key], full[key], key);
+  const many = await model.translate([SENTENCES[1], SENTENCES[0]], { allLayers: true });
+  assert.ok(many.every((t) => t.crossAttention && t.decoderSelfAttention), 'several texts');
+  await assert.rejects(model.translate(SENTENCES[1], { allLayers: 1 }),
+                       (e) => e.code === 'ATTNLAB_BAD_OPTIONS' && /allLayers must be true or false/.test(e.message));
+});
+
 test('RNN models have no Transformer attention tensors', async () => {
   const rnn = await loadModel(join(repoRoot, 'tests/fixtures/rnn/additive.gguf'));
-  const t = await rnn.translate('A dog runs.');
+  const t = await rnn.translate('A dog runs.', { allLayers: true });
   for (const [name] of NAMES) assert.equal(t[name], undefined, name);
   await rnn.dispose();
 });

@@ -111,7 +111,8 @@ function checkText(text, limits) {
 function checkTranslateOptions(options, limits) {
   const { maxBeam, maxTranslationLength } = requireLimits(limits);
   checkOptionsObject(options, 'translate');
-  const { beam = 1, maxLength = 0, noRepeatNgram = -1, beamTree = false, queryKey = false, rawScores = false } = options;
+  const { beam = 1, maxLength = 0, noRepeatNgram = -1, beamTree = false, queryKey = false, rawScores = false,
+          allLayers = false } = options;
   checkRange('beam', beam, `an integer from 1 to ${maxBeam}`, (b) => b >= 1 && b <= maxBeam);
   checkRange('maxLength', maxLength, `an integer from 0 (automatic) to ${maxTranslationLength}`,
              (n) => n >= 0 && n <= maxTranslationLength);
@@ -119,7 +120,8 @@ function checkTranslateOptions(options, limits) {
   checkBoolean('beamTree', beamTree);
   checkBoolean('queryKey', queryKey);
   checkBoolean('rawScores', rawScores);
-  return { beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores };
+  checkBoolean('allLayers', allLayers);
+  return { beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores, allLayers };
 }
 
 /**
@@ -201,13 +203,17 @@ export async function createEngineModel(bytes) {
     limits,
     translate(text, options) {
       if (info.task !== 'translate') throw wrongTaskError(info, 'translate');
-      const { beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores } = validateTranslate(text, options, limits);
+      const { beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores, allLayers } =
+        validateTranslate(text, options, limits);
+      // allLayers without rawScores takes the eight-argument form (raw scores imply every layer's weights).
+      const layersOnly = allLayers && !rawScores;
       if (Array.isArray(text)) {
         // Several texts are decoded together, each as alone (attnlab::Model::translate of several texts), the
         // extras included (one engine call: the engine takes query/key text by text itself); an engine built
         // before translateMany takes them one by one.
         if (typeof model.translateMany !== 'function') return text.map((item) => this.translate(item, options));
         try {
+          if (layersOnly) return model.translateMany(text, beam, maxLength, noRepeatNgram, beamTree, queryKey, false, true);
           if (queryKey || rawScores) return model.translateMany(text, beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores);
           return model.translateMany(text, beam, maxLength, noRepeatNgram, beamTree);
         } catch (error) {
@@ -216,6 +222,7 @@ export async function createEngineModel(bytes) {
       }
       try {
         // The three-argument form is the engine's default rule, and what an engine built before the option takes.
+        if (layersOnly) return model.translate(text, beam, maxLength, noRepeatNgram, beamTree, queryKey, false, true);
         if (rawScores) return model.translate(text, beam, maxLength, noRepeatNgram, beamTree, queryKey, true);
         if (queryKey) return model.translate(text, beam, maxLength, noRepeatNgram, beamTree, true);
         if (beamTree) return model.translate(text, beam, maxLength, noRepeatNgram, true);

@@ -84,6 +84,7 @@ export interface Translation {
   // (T = targetTokens.length).
   /** [encoder layers × heads × S × S], S = sourceTokens.length: source position i attends to source position j. */
   encoderSelfAttention?: AttentionTensor;
+  // With { allLayers: true } or { rawScores: true } on a Transformer only (one more decoder pass over the output):
   /** [decoder layers × heads × T × T]: causal, zero above the diagonal (a position sees only itself and earlier ones). */
   decoderSelfAttention?: AttentionTensor;
   /** [decoder layers × heads × T × S]: decoder position i attends to source token j. */
@@ -161,8 +162,11 @@ export interface TranslateOptions {
   /** Transformers: also return encoderQueries, encoderKeys and encoderSelfScores (default false). */
   queryKey?: boolean;
   /** Transformers: also return every attention's raw scores, encoderSelfScores, decoderSelfScores and crossScores
-   *  (default false: nothing extra is computed). */
+   *  (default false: nothing extra is computed); implies allLayers. */
   rawScores?: boolean;
+  /** Transformers: also return decoderSelfAttention and crossAttention, every decoder layer's and head's weights
+   *  (default false: that takes one more decoder pass over the chosen output, an eighth of a paragraph's time). */
+  allLayers?: boolean;
   /** Cancels the call: it rejects with an AbortError (code ATTNLAB_ABORTED); see Model. */
   signal?: AbortSignal;
 }

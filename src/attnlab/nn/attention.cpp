@@ -9,6 +9,7 @@
 #include "attnlab/error.hpp"
 #include "attnlab/io/gguf.hpp"
 #include "attnlab/kernels/kernels.hpp"
+#include "attnlab/parallel/pool.hpp"
 
 namespace attnlab::nn {
 
@@ -103,6 +104,21 @@ void additive_scores(const AttentionParams& params, const PreparedKeys& keys, co
     }
     kernels::activate(hidden, std::size_t(S) * A, kernels::Activation::tanh);
     kernels::gemv(S, A, hidden, A, params.v.data(), scores);
+}
+
+// The rows of a batch attend independently: with a second thread they are split (each piece with its own scratch;
+// every row computed by the same instructions, so the same bits). work: one row's, in multiply-adds.
+template <class Row>
+void for_each_row(int count, double work, const Row& row) {
+    parallel::parallel_for(count, 1, count * work, [&](int begin, int end) {
+        for (int r = begin; r < end; ++r) row(r);
+    });
+}
+
+// One row's attention in multiply-adds: a tanh counts as ~10.
+double row_work(const AttentionParams& params, int S, int dv) {
+    const double scoring = params.score == Score::additive ? 12.0 * params.attention_dim() : params.query_dim;
+    return S * (scoring + dv + 8.0);
 }
 
 void apply_mask(int S, const uint8_t* mask, float* scores) {
@@ -202,26 +218,28 @@ void attend_rows(const AttentionParams& params, const PreparedKeys& keys, const 
         fail("attend_rows: values have " + std::to_string(rows(values)) + " rows but there are " +
              std::to_string(keys.length) + " keys");
     const int S = keys.length, dv = cols(values);
+    float* query_part = nullptr;
     if (params.score == Score::additive && S > 0) {
         if (!(keys.score == Score::additive && rows(keys.projected) == S && cols(keys.projected) == params.attention_dim()))
             fail("attend_rows: the prepared keys do not match the attention parameters (use prepare_keys)");
-        const int A = params.attention_dim();
-        float* query_part = scratch(0, std::size_t(count) * A).data();  // [rows, A]
-        float* hidden = scratch(1, std::size_t(S) * A).data();         // [S, A]
+        query_part = scratch(0, std::size_t(count) * params.attention_dim()).data();  // [rows, A], the caller's
         linear_batched(params.query_proj, queries, count, query_part);
-        for (int r = 0; r < count; ++r) {
-            float* row_scores = scores + std::size_t(r) * S;
-            additive_scores(params, keys, query_part + std::size_t(r) * A, hidden, row_scores);
+    }
+    for_each_row(count, row_work(params, S, dv), [&](int r) {
+        float* row_scores = scores + std::size_t(r) * S;
+        if (params.score == Score::additive) {
+            if (S > 0) {
+                const int A = params.attention_dim();
+                float* hidden = scratch(1, std::size_t(S) * A).data();  // [S, A], this thread's
+                additive_scores(params, keys, query_part + std::size_t(r) * A, hidden, row_scores);
+            }
             apply_mask(S, mask, row_scores);
+        } else {
+            attention_scores(params, keys, queries + std::size_t(r) * params.query_dim, mask, row_scores);
         }
-    } else {
-        for (int r = 0; r < count; ++r)
-            attention_scores(params, keys, queries + std::size_t(r) * params.query_dim, mask, scores + std::size_t(r) * S);
-    }
-    for (int r = 0; r < count; ++r) {
-        attention_weights(scores + std::size_t(r) * S, S, mask, weights + std::size_t(r) * S);
+        attention_weights(row_scores, S, mask, weights + std::size_t(r) * S);
         attention_context(weights + std::size_t(r) * S, values, context + std::size_t(r) * dv);
-    }
+    });
 }
 
 void attend_rows_each(const AttentionParams& params, const PreparedKeys* const* keys, const Matrix* const* values,
@@ -240,13 +258,14 @@ void attend_rows_each(const AttentionParams& params, const PreparedKeys* const* 
         longest = std::max(longest, S);
     }
     float* query_part = additive ? scratch(0, std::size_t(count) * A).data() : nullptr;  // [rows, A]
-    float* hidden = additive ? scratch(1, std::size_t(longest) * A).data() : nullptr;   // [S, A]
     if (additive) linear_batched(params.query_proj, queries, count, query_part);
-    for (int r = 0; r < count; ++r) {
+    const int dv_first = count > 0 ? cols(*values[0]) : 0;
+    for_each_row(count, row_work(params, longest, dv_first), [&](int r) {
         const int S = keys[r]->length, dv = cols(*values[r]);
         float* row_scores = scores + std::size_t(r) * stride;
         float* row_weights = weights + std::size_t(r) * stride;
         if (additive) {
+            float* hidden = scratch(1, std::size_t(longest) * A).data();  // [S, A], this thread's
             if (S > 0) additive_scores(params, *keys[r], query_part + std::size_t(r) * A, hidden, row_scores);
         } else {
             attention_scores(params, *keys[r], queries + std::size_t(r) * params.query_dim, nullptr, row_scores);
@@ -255,7 +274,7 @@ void attend_rows_each(const AttentionParams& params, const PreparedKeys* const* 
         attention_context(row_weights, *values[r], context + std::size_t(r) * dv);
         std::fill(row_scores + S, row_scores + stride, 0.0f);
         std::fill(row_weights + S, row_weights + stride, 0.0f);
-    }
+    });
 }
 
 AttentionParams load_attention(const gguf::File& file, const std::string& prefix, Score score, int query_dim,

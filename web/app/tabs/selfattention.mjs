@@ -235,10 +235,10 @@ async function run() {
   try {
     const model = await view.getModel(entry);
     const started = performance.now();
-    // queryKey: the neuron view draws the encoder's queries and keys; rawScores: the tooltips show every
-    // attention's raw scores.
-    const t = await model.translate(byId('sa-input').value,
-                                    { beam: Number(byId('sa-beam').value), queryKey: true, rawScores: true });
+    // allLayers: every decoder layer's and head's weights; queryKey: the neuron view draws the encoder's queries
+    // and keys; rawScores: the tooltips show every attention's raw scores.
+    const t = await model.translate(byId('sa-input').value, { beam: Number(byId('sa-beam').value), allLayers: true,
+                                                             queryKey: true, rawScores: true });
     if (!t.encoderSelfAttention) throw new Error(`${entry.label ?? entry.id} is not a Transformer: it has no self-attention to show`);
     byId('sa-timing').textContent = `${Math.round(performance.now() - started)} ms`;
     view.translation = t;

@@ -22,7 +22,7 @@ const TRANSFORMER_SCORE = 'the last layer\'s mean over heads of q·k ÷ √d_k, 
 export function cellLines(t, i, j) {
   const weights = matrixRow(t.attention, i);
   const score = t.scores && t.scores.rows === t.attention.rows ? matrixRow(t.scores, i)[j] : null;
-  const scoreMeaning = t.crossAttention ? TRANSFORMER_SCORE : undefined;
+  const scoreMeaning = t.encoderSelfAttention ? TRANSFORMER_SCORE : undefined;
   return [`“${tokenLabel(t.targetTokens[i])}” → “${tokenLabel(t.sourceTokens[j])}”`,
           ...weightLines(weights, j, { score, rowName: 'row', scoreMeaning })];
 }
