@@ -110,9 +110,13 @@ jobs=(
   # Bahdanau EN->DE on broad met Tatoeba's target after 3 epochs but fell 4.5 BLEU short on test2016: the
   # Transformers' Multi30k-heavy fine-tuning (the same mix) from that run's best weights, at a third of its lr (the
   # RNN's plateau schedule halves it from there).
-  "bahdanau-en-de-broad-ft|-m attnlab.train.rnn --pair en-de --corpus broad $rnn_finetune --init @best_or_carried:bahdanau-en-de-broad:0.3@"
-  "luong-dot-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score dot $variant"
-  "luong-general-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score general $variant"
+  # Carried mid-way (models/training), it goes on for the epochs left at the lr it had reached (the plateau schedule
+  # had not halved it) with a seed past the epochs done.
+  "bahdanau-en-de-broad-ft|-m attnlab.train.rnn --pair en-de --corpus broad $rnn_finetune $(carried bahdanau-en-de-broad-ft 2 "--seed 1238" "--init @best_or_carried:bahdanau-en-de-broad:0.3@")"
+  # The four score functions on broad, one recipe: a run complete on an earlier machine is carried (its f16 file, to
+  # be shipped with the others once all four are done) and skipped.
+  "luong-dot-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score dot $variant $(carried luong-dot-en-de-broad 0 "" "")"
+  "luong-general-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score general $variant $(carried luong-general-en-de-broad 0 "" "")"
   "cosine-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score cosine $variant"
   "additive-small-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score additive $variant"
   # Speech (issue 21): synthetic speech, the MFCC store, then the recognizer (one BLAS thread: small GRUs).

@@ -1,5 +1,5 @@
-"""Issue 19: the shipped EN<->DE Transformers (and the RNN translators retrained on the same data, so far DE->EN)
-translate what people type, not only image descriptions. The issue's
+"""Issue 19: the shipped EN<->DE Transformers and Bahdanau RNNs, trained on Tatoeba + Multi30k, translate what people
+type, not only image descriptions. The issue's
 own everyday sentences go through the engine (the native CLI,
 beam 4 as the page runs it) and each translation must reach chrF2 >= 0.5 (50 on attnlab.eval.bleu's 0-100 scale)
 against a reference translation; chrF, not exact text, because several translations are right.
@@ -62,6 +62,9 @@ class EverydayTranslation(unittest.TestCase):
 
     def test_de_en(self):
         self.check("de-en", DE_EN)
+
+    def test_bahdanau_en_de(self):
+        self.check("en-de", EN_DE, arch="bahdanau")
 
     def test_bahdanau_de_en(self):
         self.check("de-en", DE_EN, arch="bahdanau")

@@ -167,8 +167,8 @@ class TrainQueueTest(unittest.TestCase):
             self.assertNotIn("--init", queue_commands(ckpt, carried_dir)["speech-las"])
 
     def test_score_variants_share_one_recipe(self):
-        with tempfile.TemporaryDirectory() as ckpt:
-            commands = queue_commands(ckpt)
+        with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
+            commands = queue_commands(ckpt, carried_dir)  # nothing carried: every run's own command
         recipes = set()
         for name in ("luong-dot-en-de-broad", "luong-general-en-de-broad", "cosine-en-de-broad",
                      "additive-small-en-de-broad"):
