@@ -81,6 +81,19 @@ class TrainQueueTest(unittest.TestCase):
             self.assertEqual(argv[argv.index("--init") + 1], best)
             self.assertNotIn("--dropout", argv)
 
+    def test_bahdanau_finetuning_carried_midway_continues_for_the_epochs_left(self):
+        rnn = importlib.import_module("attnlab.train.rnn")
+        with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
+            file = os.path.join(carried_dir, "bahdanau-en-de-broad-ft.f16.gguf")
+            open(file, "wb").close()
+            argv = queue_commands(ckpt, carried_dir)["bahdanau-en-de-broad-ft"]
+            self.assertEqual(argv.count("--init"), 1)
+            parsed = rnn.parse_args(argv[2:] + ["--out", ckpt])
+            self.assertEqual(parsed.init, file)
+            self.assertLess(parsed.epochs, 6)       # what is left of the fine-tuning's 6
+            self.assertNotEqual(parsed.seed, 1234)  # past the epochs done
+            self.assertEqual(parsed.multi30k_repeat, 2)
+
     def test_finetuning_carried_midway_continues_from_its_own_weights(self):
         with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
             for name in ("transformer-en-de-broad", "transformer-en-de-broad-ft"):
@@ -111,7 +124,7 @@ class TrainQueueTest(unittest.TestCase):
     def test_bahdanau_broad_carried_continues_for_the_epochs_left(self):
         rnn = importlib.import_module("attnlab.train.rnn")
         with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
-            for pair in ("en-de", "de-en"):
+            for pair in ("de-en",):  # EN->DE's broad run is complete: its fine-tuning took over
                 name = f"bahdanau-{pair}-broad"
                 fresh = rnn.parse_args(queue_commands(ckpt, carried_dir)[name][2:] + ["--out", ckpt])
                 self.assertIsNone(fresh.init)
