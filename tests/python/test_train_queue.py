@@ -31,6 +31,17 @@ def queue_commands(ckpt, carried_dir=None):
     return commands
 
 
+def touch(path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    open(path, "wb").close()
+
+
+def rnn_job(ckpt, carried_dir, name):
+    """The queue's command line for the RNN job NAME, and attnlab.train.rnn's reading of it."""
+    argv = queue_commands(ckpt, carried_dir)[name]
+    return argv, importlib.import_module("attnlab.train.rnn").parse_args(argv[2:] + ["--out", ckpt])
+
+
 class TrainQueueTest(unittest.TestCase):
     def test_every_job_has_a_complete_command(self):
         with tempfile.TemporaryDirectory() as ckpt:
@@ -65,30 +76,26 @@ class TrainQueueTest(unittest.TestCase):
             self.assertNotIn("--dropout", argv)
 
     def test_bahdanau_finetuning_starts_from_the_broad_run_with_its_dropout(self):
-        rnn = importlib.import_module("attnlab.train.rnn")
         with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
             carried = os.path.join(carried_dir, "bahdanau-en-de-broad.f16.gguf")
-            open(carried, "wb").close()
-            parsed = rnn.parse_args(queue_commands(ckpt, carried_dir)["bahdanau-en-de-broad-ft"][2:] + ["--out", ckpt])
+            touch(carried)
+            _, parsed = rnn_job(ckpt, carried_dir, "bahdanau-en-de-broad-ft")
             self.assertEqual(parsed.init, carried)
             self.assertEqual(parsed.dropout, 0.3)   # the RNN's, not the Transformers' 0.2
             self.assertEqual(parsed.multi30k_repeat, 2)
             self.assertLess(parsed.lr, 1e-3)        # below the broad run's
             best = os.path.join(ckpt, "bahdanau-en-de-broad", "best.pt")
-            os.makedirs(os.path.dirname(best))
-            open(best, "wb").close()
-            argv = queue_commands(ckpt, carried_dir)["bahdanau-en-de-broad-ft"]
+            touch(best)
+            argv, _ = rnn_job(ckpt, carried_dir, "bahdanau-en-de-broad-ft")
             self.assertEqual(argv[argv.index("--init") + 1], best)
             self.assertNotIn("--dropout", argv)
 
     def test_bahdanau_finetuning_carried_midway_continues_for_the_epochs_left(self):
-        rnn = importlib.import_module("attnlab.train.rnn")
         with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as carried_dir:
             file = os.path.join(carried_dir, "bahdanau-en-de-broad-ft.f16.gguf")
-            open(file, "wb").close()
-            argv = queue_commands(ckpt, carried_dir)["bahdanau-en-de-broad-ft"]
+            touch(file)
+            argv, parsed = rnn_job(ckpt, carried_dir, "bahdanau-en-de-broad-ft")
             self.assertEqual(argv.count("--init"), 1)
-            parsed = rnn.parse_args(argv[2:] + ["--out", ckpt])
             self.assertEqual(parsed.init, file)
             self.assertLess(parsed.epochs, 6)       # what is left of the fine-tuning's 6
             self.assertNotEqual(parsed.seed, 1234)  # past the epochs done
