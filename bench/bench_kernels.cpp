@@ -400,6 +400,26 @@ int main(int argc, char** argv) {
         }
         attnlab::set_threads(0);
     }
+    {
+        // An encoder's shape (a dozen source tokens through a 256 -> 1024 Q8_0 layer, e.g. the Transformer's first
+        // feed-forward matrix): gemm_nt_q8 widens 64-row weight panels on vectors (simd::q8_block_to_f32) into a
+        // reused buffer and multiplies them in f32; "old" is what it did before: a new buffer each call, widened
+        // by the scalar kernels::dequantize_q8_0.
+        const int M = 16, N = 1024, K = 256;
+        const auto X = random_floats((size_t)M * K, 8), Wf = random_floats((size_t)N * K, 9);
+        std::vector<k::BlockQ8_0> Wq8(Wf.size() / k::kQ8BlockSize);
+        k::quantize_q8_0(Wf.data(), Wf.size(), Wq8.data());
+        std::vector<float> Y((size_t)M * N);
+        compare("gemm_nt_q8_16x1024x256", 2.0 * M * N * K,
+                [&] { k::gemm_nt_q8(M, N, K, X.data(), K, Wq8.data(), Y.data(), N); },
+                [&] {
+                    std::vector<float> panel((size_t)64 * K);
+                    for (int j = 0; j < N; j += 64) {
+                        k::dequantize_q8_0(Wq8.data() + (size_t)j * (K / k::kQ8BlockSize), (size_t)64 * K, panel.data());
+                        k::gemm_nt(M, 64, K, X.data(), K, panel.data(), K, Y.data() + j, N);
+                    }
+                });
+    }
     run("gemm_nt_q8_256", gemm_flops, [&] { k::gemm_nt_q8(n, n, n, A.data(), n, Bq.data(), C.data(), n); },
         [&] { ref::gemm_nt_q8(n, n, n, A.data(), n, Bq.data(), C.data(), n); });
     run("gemm_nt_q8_256_int8", gemm_flops,

@@ -1,8 +1,9 @@
-// The vector abstraction's transcendental functions (src/attnlab/kernels/simd.hpp) as the test binary's own target
-// compiles them: natively xsimd's (baseline SSE2), in the wasm build SIMD128's own code.
+// The vector abstraction's transcendental functions and Q8_0 conversions (src/attnlab/kernels/simd.hpp) as the test
+// binary's own target compiles them: natively xsimd's (baseline SSE2), in the wasm build SIMD128's own code.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -48,4 +49,16 @@ TEST_CASE("simd::exp: within 2 ulp on [-87.33, 88.0]; 0 below, +inf above, NaN s
     CHECK(e[5] == inf);
     CHECK(std::isnan(e[6]));
     CHECK(std::isnan(e[7]));
+}
+
+TEST_CASE("simd::q8_block_to_f32: every int8 value times a block scale, the scalar product's bits") {
+    for (float d : {1.0f, 0.0123f, -3.5e-3f, 6.1e-5f, 5.96e-8f, 65504.0f, 0.0f}) {
+        for (int start = -128; start < 128; start += 32) {
+            int8_t q[32];
+            for (int j = 0; j < 32; ++j) q[j] = static_cast<int8_t>(start + j);
+            float out[32];
+            simd::q8_block_to_f32(q, d, out);
+            for (int j = 0; j < 32; ++j) CHECK(out[j] == d * static_cast<float>(q[j]));
+        }
+    }
 }

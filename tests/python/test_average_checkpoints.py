@@ -10,7 +10,9 @@ import unittest
 import torch
 
 
+from attnlab.gguf import transformer as transformer_gguf
 from attnlab.nn.transformer import Config, Transformer
+from attnlab.paths import ROOT
 from attnlab.train import average as average_checkpoints
 from attnlab.train.translator import keep_epoch_model
 
@@ -66,6 +68,35 @@ class AverageCheckpoints(unittest.TestCase):
             with self.assertRaises(SystemExit) as e:
                 average_checkpoints.main(["--dir", d, "--out", os.path.join(d, "a.pt")])
             self.assertIn("another model configuration", str(e.exception))
+
+    def test_gguf_files_average_into_a_checkpoint_the_exporter_writes(self):
+        # Epochs whose checkpoints are gone survive as shipped or carried f16 files (models/training).
+        meta = {"pair": "en-de", "corpus": "broad", "src_lang": "en", "tgt_lang": "de"}
+        spm = [os.path.join(ROOT, "models", "tokenizers", f"broad.{lang}.model") for lang in ("en", "de")]
+        with tempfile.TemporaryDirectory() as d:
+            files = []
+            for value in (2.0, 4.0):
+                model = Transformer(CONFIG)
+                with torch.no_grad():
+                    for p in model.parameters():
+                        p.fill_(value)
+                path = os.path.join(d, f"w{value:g}.f16.gguf")
+                writer, _ = transformer_gguf.build_writer(path, CONFIG, model.state_dict(), meta, "f16", *spm)
+                writer.write()
+                files.append(path)
+            out = os.path.join(d, "averaged.pt")
+            average_checkpoints.main(["--files", *files, "--out", out])
+            ck = torch.load(out, map_location="cpu")
+            self.assertEqual(ck["averaged_from"], ["w2.f16.gguf", "w4.f16.gguf"])
+            self.assertEqual(ck["meta"]["src_spm"], os.path.join("models", "tokenizers", "broad.en.model"))
+            self.assertEqual(ck["state"]["best_bleu"], -1.0)
+            for name, p in ck["model"].items():
+                self.assertTrue(torch.equal(p, torch.full_like(p, 3.0)), name)
+            exported = os.path.join(d, "averaged.f16.gguf")
+            transformer_gguf.write(out, "f16", exported)
+            model, pair = transformer_gguf.load(exported)
+            self.assertEqual(pair, "en-de")
+            self.assertTrue(all(torch.equal(p, torch.full_like(p, 3.0)) for p in model.parameters()))
 
 
 if __name__ == "__main__":

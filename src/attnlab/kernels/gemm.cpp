@@ -168,10 +168,14 @@ void gemm_nt_q8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B
     // every row of A through the float GEMM.
     const int blocks = K / kQ8BlockSize;
     constexpr int panel_rows = 64;
-    std::vector<float> panel((size_t)std::min(N, panel_rows) * K);
+    thread_local std::vector<float> panel;  // reused: an encoder calls this per layer and per sentence
+    if (panel.size() < (size_t)std::min(N, panel_rows) * K) panel.resize((size_t)std::min(N, panel_rows) * K);
     for (int j = 0; j < N; j += panel_rows) {
         const int rows = std::min(panel_rows, N - j);
-        dequantize_q8_0(B + (size_t)j * blocks, (size_t)rows * K, panel.data());
+        const BlockQ8_0* panel_blocks = B + (size_t)j * blocks;
+        for (std::size_t b = 0; b < (size_t)rows * blocks; ++b)
+            simd::q8_block_to_f32(panel_blocks[b].q, detail::half_to_float(panel_blocks[b].scale),
+                                  panel.data() + b * kQ8BlockSize);
         gemm_nt(M, rows, K, A, lda, panel.data(), K, C + j, ldc, accumulate);
     }
 }

@@ -11,7 +11,7 @@
 //                              exactly its gemv_q8_q8, the weights read from memory once for all rows and
 //                              widened once per pair of rows (simd::q8_dot4x2)
 //   kernels::gemm_q8_q8_rows4  the same products on weights interleaved four rows at a time
-//                              (interleave_q8_rows4): no horizontal sums, each widened quad used by up to 8
+//                              (interleave_q8_rows4): no horizontal sums, each widened quad used by up to 4
 //                              activation rows; what wasm runs for several rows (q8_rows4_pays)
 // (the first int8 version, one row at a time, is the benchmark's variants::gemv_q8_int8: bench/variants/)
 //
@@ -146,18 +146,24 @@ void q8_rows4_tile(int blocks, const int8_t* wg, const float* sg, const int16_t*
         }
     }
     for (int r = 0; r < MR; ++r) {
+        float* y = C + (size_t)r * ldc;
+        if (rows == 4) {  // a whole group: one vector store (a loop over `rows` became a __memcpy call in wasm)
+            simd::f4_store(y, accumulate ? simd::f4_add(simd::f4_load(y), acc[r]) : acc[r]);
+            continue;
+        }
         alignas(16) float out[4];
         simd::f4_store(out, acc[r]);
-        float* y = C + (size_t)r * ldc;
         for (int j = 0; j < rows; ++j) y[j] = accumulate ? y[j] + out[j] : out[j];
     }
 }
 
 using Rows4Tile = void (*)(int, const int8_t*, const float*, const int16_t*, const float*, float*, int, int, bool);
-constexpr int kRows4Tile = 8;  // activation rows per pass: their sums stay in registers with one quad's weights
-constexpr Rows4Tile kRows4Tiles[kRows4Tile + 1] = {nullptr,          &q8_rows4_tile<1>, &q8_rows4_tile<2>,
-                                                   &q8_rows4_tile<3>, &q8_rows4_tile<4>, &q8_rows4_tile<5>,
-                                                   &q8_rows4_tile<6>, &q8_rows4_tile<7>, &q8_rows4_tile<8>};
+// Activation rows per pass over one group's quads: 4 rows' int32 sums and float accumulators, the widened quad
+// and the broadcasts fit the 16 vector registers V8 gives wasm on x86-64; at 8 rows they spilled, and 32 rows ran
+// at 37-41 GFLOP/s instead of 49-53 (bench_kernels interleaved_rows32, Intel Xeon).
+constexpr int kRows4Tile = 4;
+constexpr Rows4Tile kRows4Tiles[kRows4Tile + 1] = {nullptr, &q8_rows4_tile<1>, &q8_rows4_tile<2>, &q8_rows4_tile<3>,
+                                                   &q8_rows4_tile<4>};
 
 // The activations quantized by the target-level entry points below (the dispatcher keeps its own).
 detail::QuantizedRows& scratch() {
