@@ -41,6 +41,11 @@ carried() {
     echo "$4"
   fi
 }
+# A job whose weights are shipped (models/weights/SHIPPED.f16.gguf exists) is complete: skipped.
+#   shipped SHIPPED FRESH
+shipped() {
+  if [ -f "${ATTNLAB_SHIPPED_DIR:-models/weights}/$1.f16.gguf" ]; then echo "@complete@"; else echo "$2"; fi
+}
 # What a fine-tuning run starts from, decided when the job starts (the broad run before it in the queue may have just
 # written best.pt): that best.pt, else the weights carried here, with the broad run's dropout (a GGUF init takes
 # --dropout from the command line, a checkpoint keeps its own).
@@ -115,10 +120,10 @@ jobs=(
   "bahdanau-en-de-broad-ft|-m attnlab.train.rnn --pair en-de --corpus broad $rnn_finetune $(carried bahdanau-en-de-broad-ft 2 "--seed 1238" "--init @best_or_carried:bahdanau-en-de-broad:0.3@")"
   # The four score functions on broad, one recipe: a run complete on an earlier machine is carried (its f16 file, to
   # be shipped with the others once all four are done) and skipped.
-  "luong-dot-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score dot $variant $(carried luong-dot-en-de-broad 0 "" "")"
-  "luong-general-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score general $variant $(carried luong-general-en-de-broad 0 "" "")"
-  "cosine-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score cosine $variant"
-  "additive-small-en-de-broad|-m attnlab.train.rnn --pair en-de --corpus broad --score additive $variant"
+  "luong-dot-en-de-broad|$(shipped luong-dot-en-de "-m attnlab.train.rnn --pair en-de --corpus broad --score dot $variant")"
+  "luong-general-en-de-broad|$(shipped luong-general-en-de "-m attnlab.train.rnn --pair en-de --corpus broad --score general $variant")"
+  "cosine-en-de-broad|$(shipped cosine-en-de "-m attnlab.train.rnn --pair en-de --corpus broad --score cosine $variant")"
+  "additive-small-en-de-broad|$(shipped additive-small-en-de "-m attnlab.train.rnn --pair en-de --corpus broad --score additive $variant")"
   # Speech (issue 21): synthetic speech, the MFCC store, then the recognizer (one BLAS thread: small GRUs).
   "speech-synth|-m attnlab.data.synthesize_speech --hours 4 --out $ckpt/speech/synth"
   "speech-features|-m attnlab.data.speech_features --synth $ckpt/speech/synth --out $ckpt/speech/features"
@@ -138,7 +143,7 @@ for job in "${jobs[@]}"; do
   # Another copy of the same training (started by hand) must finish first: two writers would fight over last.pt.
   while pgrep -f -- "--out $ckpt/$name( |\$)" >/dev/null; do sleep 60; done
   if [[ $command == *@complete@* ]]; then
-    echo "$(date '+%F %T') queue: $name: complete (carried in models/training)"
+    echo "$(date '+%F %T') queue: $name: complete (its weights are in models/training or models/weights)"
     continue
   fi
   echo "$(date '+%F %T') queue: $name: $command"

@@ -16,8 +16,8 @@ PARSED = {"attnlab.train.rnn", "attnlab.train.transformer", "attnlab.train.speec
 
 def queue_commands(ckpt, carried_dir=None):
     env = dict(os.environ, ATTNLAB_QUEUE_DRY_RUN="1", ATTNLAB_CKPT=ckpt)
-    if carried_dir is not None:
-        env["ATTNLAB_CARRIED_DIR"] = carried_dir
+    if carried_dir is not None:  # nothing carried or shipped but what the test puts there
+        env["ATTNLAB_CARRIED_DIR"] = env["ATTNLAB_SHIPPED_DIR"] = carried_dir
     result = subprocess.run(["bash", os.path.join(ROOT, "models", "train_queue.sh")], env=env,
                             capture_output=True, text=True, timeout=60)
     if result.returncode != 0:
@@ -26,8 +26,8 @@ def queue_commands(ckpt, carried_dir=None):
     for line in result.stdout.splitlines():
         _, _, rest = line.partition(" queue: ")
         name, _, command = rest.partition(": ")
-        # A carried run that is complete (models/training/README.md) prints no command: the queue skips it.
-        commands[name] = None if command.startswith("complete (carried") else shlex.split(command)
+        # A run that is complete, carried (models/training/README.md) or shipped, prints no command: the queue skips it.
+        commands[name] = None if command.startswith("complete (") else shlex.split(command)
     return commands
 
 
@@ -51,7 +51,9 @@ class TrainQueueTest(unittest.TestCase):
             self.assertIn(name, commands)
         for name, argv in commands.items():
             if argv is None:
-                self.assertTrue(os.path.exists(os.path.join(ROOT, "models", "training", f"{name}.f16.gguf")), name)
+                carried = os.path.join(ROOT, "models", "training", f"{name}.f16.gguf")
+                shipped = os.path.join(ROOT, "models", "weights", f"{name.removesuffix('-broad')}.f16.gguf")
+                self.assertTrue(os.path.exists(carried) or os.path.exists(shipped), name)
                 continue
             self.assertEqual(argv[0], "-m", name)
             module = argv[1]
@@ -197,6 +199,13 @@ class TrainQueueTest(unittest.TestCase):
             recipes.add(tuple(argv[:score] + argv[score + 2:]))
             self.assertIn("--emb", argv)
         self.assertEqual(len(recipes), 1)
+
+    def test_a_shipped_score_model_is_not_trained_again(self):
+        with tempfile.TemporaryDirectory() as ckpt, tempfile.TemporaryDirectory() as shipped_dir:
+            open(os.path.join(shipped_dir, "cosine-en-de.f16.gguf"), "wb").close()
+            commands = queue_commands(ckpt, shipped_dir)
+        self.assertIsNone(commands["cosine-en-de-broad"])
+        self.assertIn("--score", commands["luong-dot-en-de-broad"])
 
 
 if __name__ == "__main__":
