@@ -1,5 +1,6 @@
 // The vector abstraction's transcendental functions and Q8_0 conversions (src/attnlab/kernels/simd.hpp) as the test
-// binary's own target compiles them: natively xsimd's (baseline SSE2), in the wasm build SIMD128's own code.
+// binary's own target compiles them: natively xsimd's and SSE2 (baseline), in the wasm build SIMD128, spelt directly or
+// through Emscripten's SSE2.
 #include <doctest/doctest.h>
 
 #include <cmath>
