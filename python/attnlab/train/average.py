@@ -24,7 +24,7 @@ from attnlab.data.pairs import pair_paths
 from attnlab.gguf.common import is_gguf
 from attnlab.paths import ROOT
 from attnlab.train.loop import atomic_save
-from attnlab.train.translator import checkpoint_from_gguf
+from attnlab.train.translator import checkpoint_from_gguf, translation_meta
 
 
 def epoch_files(directory):
@@ -44,10 +44,7 @@ def checkpoint_from_file(path):
         return torch.load(path, map_location="cpu")
     ck = checkpoint_from_gguf(path, dropout=0.0)
     pair, corpus = ck["meta"]["pair"], ck["meta"]["corpus"]
-    paths = pair_paths(pair, ROOT, corpus)
-    ck["meta"] = {"pair": pair, "corpus": corpus, "src_lang": paths["src_lang"], "tgt_lang": paths["tgt_lang"],
-                  "src_spm": os.path.relpath(paths["src_spm"], ROOT), "tgt_spm": os.path.relpath(paths["tgt_spm"], ROOT),
-                  "source_add_eos": True}
+    ck["meta"] = translation_meta(argparse.Namespace(pair=pair, data_root=ROOT), pair_paths(pair, ROOT, corpus))
     ck["state"] = {"best_bleu": -1.0}
     return ck
 
