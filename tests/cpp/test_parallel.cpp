@@ -187,8 +187,9 @@ TEST_CASE("GEMM and GEMV split over threads: the same bits as one thread") {
                 return C;
             });
         }
-        // Q8_0 weights: K a multiple of 32; M = 1, 3 (gemm_nt_q8's per-row GEMV) and 5 (its dequantized panels).
-        for (int M : {1, 3, 5}) {
+        // Q8_0 weights: K a multiple of 32; M = 1, 3 (gemm_nt_q8's per-row GEMV), 5 (its dequantized panels) and
+        // 37 (a batched step's rows, whose quantizing splits too).
+        for (int M : {1, 3, 5, 37}) {
             CAPTURE(M);
             const int N = 64 * 9 + 5, K = 512;  // M = 1 is still above kMinParallelWork, so it is split
             const std::vector<float> A = test::random_vector((size_t)M * K, 5);
@@ -206,6 +207,13 @@ TEST_CASE("GEMM and GEMV split over threads: the same bits as one thread") {
                     kernels::gemm_nt_q8_q8(M, N, K, A.data(), K, B.data(), C.data(), N, accumulate, s4);
                     return C;
                 });
+            }
+            if (M == 37) {  // the activations' quantizing is a split call of its own, before the product's
+                ThreadCount two(2);
+                std::vector<float> C = C0;
+                const long long before = parallel::split_calls();
+                kernels::gemm_nt_q8_q8(M, N, K, A.data(), K, B.data(), C.data(), N, accumulate, scales4.data());
+                CHECK(parallel::split_calls() - before == 2);
             }
         }
         // The softmaxes split rows: 37 rows of 8000 logits (a batched step's output), a per-row mask and a

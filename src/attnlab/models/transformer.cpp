@@ -11,6 +11,7 @@
 #include "attnlab/models/metadata.hpp"
 #include "attnlab/kernels/kernels.hpp"
 #include "attnlab/models/rnn_seq2seq.hpp"  // embedding_row
+#include "attnlab/parallel/pool.hpp"
 
 namespace attnlab::models {
 
@@ -90,8 +91,8 @@ struct TransformerBatch final : decode::DecoderBatch {
     std::vector<int> children;                        // per old row: how many new rows chose it
     // Step buffers, [capacity, ·]
     std::vector<float> g, x, q, k, v, concat, a, hidden, position_row;
-    std::vector<float> head_weights;   // [H, max(t+1, S)] one row's per-head softmax
-    std::vector<float> head_scores;    // [S]
+    std::vector<float> head_weights;   // [rows, H, max(t+1, S)] each row's per-head softmax
+    std::vector<float> head_scores;    // [rows, S] one head's raw scores of each row
     std::vector<const TransformerEncoded*> sources;  // per row: the sentence whose memory it attends over
 };
 
@@ -116,6 +117,12 @@ T* grown(std::vector<T>& buffer, std::size_t size) {
     if (buffer.size() < size) buffer.resize(size);
     return buffer.data();
 }
+
+// One row's multi-head attention over `length` positions, what the pool weighs a split of a batch's rows by: q·k
+// and the weighted values (d multiply-adds each per position) and an exp per head (~8), each counted 8 times, since
+// these short per-head products run at about an eighth of the int8 products' speed per multiply-add, the pool's
+// unit (a native profile of a q8_0 paragraph: 4.5% of the time for 1% of the multiply-adds).
+double attention_row_work(int d, int heads, int length) { return 8.0 * length * (2.0 * d + 8.0 * heads); }
 
 }  // namespace
 
@@ -361,8 +368,8 @@ decode::StatePtr TransformerDecoder::step(const decode::DecoderState& state, int
 
 namespace {
 
-// A batch of `rows` rows (row r in cache set r) with room for `capacity`, over sources at most `longest` long.
-std::unique_ptr<TransformerBatch> make_batch(const Transformer& model, int row_count, int capacity, int longest) {
+// A batch of `rows` rows (row r in cache set r) with room for `capacity`.
+std::unique_ptr<TransformerBatch> make_batch(const Transformer& model, int row_count, int capacity) {
     const TransformerConfig& c = model.config;
     auto batch = std::make_unique<TransformerBatch>();
     batch->capacity = std::max({capacity, row_count, 1});
@@ -379,7 +386,6 @@ std::unique_ptr<TransformerBatch> make_batch(const Transformer& model, int row_c
         buffer->resize(rows * d);
     batch->hidden.resize(rows * c.feed_forward);
     batch->position_row.resize(d);
-    batch->head_scores.resize(std::max(longest, 1));
     batch->sources.reserve(batch->capacity);
     batch->rows = row_count;
     return batch;
@@ -392,7 +398,11 @@ void step_rows(const Transformer& model, TransformerBatch& b, const int32_t* tok
     const int n = b.rows, d = c.d_model, H = c.heads, L = c.decoder_layers, t = b.position;
     const std::size_t nd = std::size_t(n) * d;
     out.reshape(n, c.target_vocab, width, 0);
-    float* head_weights = grown(b.head_weights, std::size_t(H) * std::max(t + 1, width));
+    // Each row's per-head softmax [H, max(t+1, width)] and, in the last layer, one head's scores [width]: the rows'
+    // attention runs on the pool.
+    const std::size_t weights_stride = std::size_t(H) * std::max(t + 1, width);
+    float* head_weights = grown(b.head_weights, std::size_t(n) * weights_stride);
+    grown(b.head_scores, std::size_t(n) * width);
 
     // g = E_tgt[y]·√d + PE[t], the residual stream of every row
     const float scale = static_cast<float>(std::sqrt(static_cast<double>(d)));
@@ -416,9 +426,11 @@ void step_rows(const Transformer& model, TransformerBatch& b, const int32_t* tok
             std::memcpy(cache.k.data() + std::size_t(t) * d, b.k.data() + std::size_t(r) * d, sizeof(float) * d);
             std::memcpy(cache.v.data() + std::size_t(t) * d, b.v.data() + std::size_t(r) * d, sizeof(float) * d);
             cache.length = t + 1;
-            nn::mha_attend_projected(self, b.q.data() + std::size_t(r) * d, cache, t + 1, nullptr,
-                                     b.concat.data() + std::size_t(r) * d, head_weights);
         }
+        parallel::for_each_item(n, attention_row_work(d, H, t + 1), [&](int r) {
+            nn::mha_attend_projected(self, b.q.data() + std::size_t(r) * d, b.caches[b.slot[r]][l], t + 1, nullptr,
+                                     b.concat.data() + std::size_t(r) * d, head_weights + std::size_t(r) * weights_stride);
+        });
         nn::linear_batched(self.out, b.concat.data(), n, b.a.data());
         kernels::axpy(static_cast<int>(nd), 1.0f, b.a.data(), b.g.data());
 
@@ -428,25 +440,27 @@ void step_rows(const Transformer& model, TransformerBatch& b, const int32_t* tok
         layer_norm(layer.norm2, b.g.data(), n, d, c.norm_epsilon, b.x.data());
         nn::linear_batched(cross.q, b.x.data(), n, b.q.data());
         const int hd = cross.head_dim();
-        for (int r = 0; r < n; ++r) {
+        parallel::for_each_item(n, attention_row_work(d, H, width) * (last ? 2 : 1), [&](int r) {
             const nn::KVCache& memory = b.sources[r]->cross_kv[l];
             const int S = static_cast<int>(b.sources[r]->memory.shape()[0]);
             const float* q = b.q.data() + std::size_t(r) * d;
-            nn::mha_attend_projected(cross, q, memory, S, nullptr, b.concat.data() + std::size_t(r) * d, head_weights);
-            if (!last) continue;
+            float* row_weights = head_weights + std::size_t(r) * weights_stride;
+            nn::mha_attend_projected(cross, q, memory, S, nullptr, b.concat.data() + std::size_t(r) * d, row_weights);
+            if (!last) return;
             // The generic single-row view (as TransformerDecoder::step gives it): the heads' mean weights and
             // their mean q·k_j/√hd.
             float* weights = out.weights_row(r);
             float* scores = out.scores_row(r);
+            float* head_scores = b.head_scores.data() + std::size_t(r) * width;
             std::fill(weights, weights + width, 0.0f);
             std::fill(scores, scores + width, 0.0f);
             const float score_scale = 1.0f / (std::sqrt(float(hd)) * float(H));
             for (int h = 0; h < H; ++h) {
-                kernels::axpy(S, 1.0f / float(H), head_weights + std::size_t(h) * S, weights);
-                kernels::gemv(S, hd, memory.k.data() + h * hd, d, q + h * hd, b.head_scores.data());
-                kernels::axpy(S, score_scale, b.head_scores.data(), scores);
+                kernels::axpy(S, 1.0f / float(H), row_weights + std::size_t(h) * S, weights);
+                kernels::gemv(S, hd, memory.k.data() + h * hd, d, q + h * hd, head_scores);
+                kernels::axpy(S, score_scale, head_scores, scores);
             }
-        }
+        });
         nn::linear_batched(cross.out, b.concat.data(), n, b.a.data());
         kernels::axpy(static_cast<int>(nd), 1.0f, b.a.data(), b.g.data());
 
@@ -512,7 +526,7 @@ void select_rows(const Transformer& model, TransformerBatch& b, const int32_t* p
 }  // namespace
 
 std::unique_ptr<decode::DecoderBatch> TransformerDecoder::start_batch(int capacity) const {
-    return make_batch(model_, 1, capacity, source_length());
+    return make_batch(model_, 1, capacity);
 }
 
 void TransformerDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* tokens, decode::BatchOutput& out) const {
@@ -528,7 +542,7 @@ void TransformerDecoder::select_batch(decode::DecoderBatch& batch, const int32_t
 std::unique_ptr<decode::DecoderBatch> TransformerSentencesDecoder::start_batch(const int* /*sentence_of_row*/, int rows,
                                                                                int capacity) const {
     // Every row starts from empty self-attention caches; which sentence it is matters from its first step.
-    return make_batch(model_, rows, capacity, longest_);
+    return make_batch(model_, rows, capacity);
 }
 
 void TransformerSentencesDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* tokens,

@@ -106,15 +106,6 @@ void additive_scores(const AttentionParams& params, const PreparedKeys& keys, co
     kernels::gemv(S, A, hidden, A, params.v.data(), scores);
 }
 
-// The rows of a batch attend independently: with a second thread they are split (each piece with its own scratch;
-// every row computed by the same instructions, so the same bits). work: one row's, in multiply-adds.
-template <class Row>
-void for_each_row(int count, double work, const Row& row) {
-    parallel::parallel_for(count, 1, count * work, [&](int begin, int end) {
-        for (int r = begin; r < end; ++r) row(r);
-    });
-}
-
 // One row's attention in multiply-adds: a tanh counts as ~10.
 double row_work(const AttentionParams& params, int S, int dv) {
     const double scoring = params.score == Score::additive ? 12.0 * params.attention_dim() : params.query_dim;
@@ -225,7 +216,7 @@ void attend_rows(const AttentionParams& params, const PreparedKeys& keys, const 
         query_part = scratch(0, std::size_t(count) * params.attention_dim()).data();  // [rows, A], the caller's
         linear_batched(params.query_proj, queries, count, query_part);
     }
-    for_each_row(count, row_work(params, S, dv), [&](int r) {
+    parallel::for_each_item(count, row_work(params, S, dv), [&](int r) {
         float* row_scores = scores + std::size_t(r) * S;
         if (params.score == Score::additive) {
             if (S > 0) {
@@ -260,7 +251,7 @@ void attend_rows_each(const AttentionParams& params, const PreparedKeys* const* 
     float* query_part = additive ? scratch(0, std::size_t(count) * A).data() : nullptr;  // [rows, A]
     if (additive) linear_batched(params.query_proj, queries, count, query_part);
     const int dv_first = count > 0 ? cols(*values[0]) : 0;
-    for_each_row(count, row_work(params, longest, dv_first), [&](int r) {
+    parallel::for_each_item(count, row_work(params, longest, dv_first), [&](int r) {
         const int S = keys[r]->length, dv = cols(*values[r]);
         float* row_scores = scores + std::size_t(r) * stride;
         float* row_weights = weights + std::size_t(r) * stride;

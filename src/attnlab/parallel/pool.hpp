@@ -1,9 +1,10 @@
 #pragma once
 // The engine's one thread pool: created at the first parallel call, N-1 workers plus the calling thread. The
 // kernel dispatcher (kernels/dispatch.cpp) splits GEMM and GEMV output rows over it, never a reduction; above the
-// kernels, nn::bigru_forward runs its two directions as two pieces, nn::attend_rows / attend_rows_each split a
-// batch's rows, decode::search_sentences the sentences' choices of a step and Model::translate(texts) the sentences'
-// encoders. Every output value is computed by the same instructions in the same order whatever the thread count:
+// kernels, nn::bigru_forward runs its two directions as two pieces, nn::attend_rows / attend_rows_each and the
+// Transformer's batched step split a batch's attention rows (for_each_item), the int8 products the rows of their
+// activations' quantizing, decode::search_sentences the sentences' choices of a step and Model::translate(texts)
+// the sentences' encoders. Every output value is computed by the same instructions in the same order whatever the thread count:
 // the results are bit-identical to one thread's (tests/cpp/test_parallel.cpp checks kernels and models).
 //
 // Workers that run out of work spin for up to ~0.2 ms (a decoder step is a burst of GEMVs a few
@@ -47,6 +48,16 @@ void parallel_for(int count, int grain, double work, Body&& body) {
     run_ranges(count, grain, work,
                [](void* context, int begin, int end) { (*static_cast<Stored*>(context))(begin, end); },
                const_cast<void*>(static_cast<const void*>(&body)));
+}
+
+// item(i) for every i in [0, count), split over the pool like parallel_for with a grain of 1; work_per_item: one
+// item's cost in multiply-adds. For items that write only their own outputs (the rows of a batch attending, each
+// piece with its own thread_local scratch): every item is computed by the same instructions, so the same bits.
+template <class Item>
+void for_each_item(int count, double work_per_item, const Item& item) {
+    parallel_for(count, 1, count * work_per_item, [&](int begin, int end) {
+        for (int i = begin; i < end; ++i) item(i);
+    });
 }
 
 }  // namespace attnlab::parallel
