@@ -111,7 +111,7 @@ jobs=(
   # run), each direction on the mix its lagging target needs: EN->DE Tatoeba-leaning (Multi30k once, 60% of the other
   # pairs), DE->EN Multi30k-leaning (Multi30k three times, 20% of the others); seed 1239, past the five epochs done.
   "transformer-en-de-broad-ft2|-m attnlab.train.transformer --pair en-de --corpus broad --init models/weights/transformer-en-de.f16.gguf $finetune_carried --multi30k-repeat 1 --broad-share 0.6 --epochs 2 --seed 1239"
-  "transformer-de-en-broad-ft2|-m attnlab.train.transformer --pair de-en --corpus broad --init models/weights/transformer-de-en.f16.gguf $finetune_carried --multi30k-repeat 3 --broad-share 0.2 --epochs 2 --seed 1239"
+  "transformer-de-en-broad-ft2|-m attnlab.train.transformer --pair de-en --corpus broad --init models/weights/transformer-de-en.f16.gguf $finetune_carried --multi30k-repeat 3 --broad-share 0.2 --epochs 1 --seed 1239"
   # The Bahdanau broad runs need more hours than one machine gives: carried in models/training after each machine's
   # last whole epoch, they continue for the epochs left of their 12 (EN->DE: none, its fine-tuning below took over) with a fresh Adam at the learning rate the run
   # had reached and a seed past the epochs done (another shuffle than the epochs already seen).

@@ -7,7 +7,8 @@ stored per source, so training reads arrays instead of decoding audio.
 AN4 ships Sphinx's own features (.mfc, no audio); every other clip is decoded (WAV by attnlab.audio.wav, FLAC
 through `flac -d`), resampled to 16 kHz and run through attnlab.audio.features.mfcc, which matches sphinx_fe
 (docs/speech.md): the same kind of features as AN4's. Raw MFCCs are stored; the model normalizes (CMN) itself.
-A source whose file exists is not recomputed (delete it to redo).
+A source whose file holds the same utterances is not recomputed (one whose set changed, such as synthetic speech
+extended with --hours, is; delete a file to redo it).
 """
 import argparse
 import os
@@ -72,6 +73,14 @@ class SpeechFeatures:
         return self.frames[self.offsets[i]:self.offsets[i + 1]]
 
 
+def is_current(path, utterances):
+    """Whether the store at path holds exactly these utterances, in order (else it is computed anew)."""
+    if not os.path.exists(path):
+        return False
+    with np.load(path) as z:
+        return [str(i) for i in z["ids"]] == [u["id"] for u in utterances]
+
+
 def load_all(root=FEATURES_ROOT):
     """-> {source: SpeechFeatures} for every stored source."""
     return {name[:-4]: SpeechFeatures(os.path.join(root, name)) for name in sorted(os.listdir(root))
@@ -89,7 +98,8 @@ def main(argv=None):
                "pocketsphinx": speech.pocketsphinx_utterances(), "synth": speech.synthetic_utterances(args.synth)}
     for name, utterances in sources.items():
         path = os.path.join(args.out, name + ".npz")
-        if os.path.exists(path):
+        # A store is kept while it holds exactly these utterances: an extended synthetic set (--hours) is stored anew.
+        if is_current(path, utterances):
             print(f"{name}: already stored in {path}")
             continue
         if not utterances:
