@@ -107,11 +107,16 @@ jobs=(
   # the tokens Multi30k), a fresh optimizer, peak lr 3e-4 after 200 steps.
   "transformer-en-de-broad-ft|-m attnlab.train.transformer --pair en-de --corpus broad $finetune $(carried transformer-en-de-broad-ft 3 "$finetune_carried --seed 1237" "--init @best_or_carried:transformer-en-de-broad@")"
   "transformer-de-en-broad-ft|-m attnlab.train.transformer --pair de-en --corpus broad $finetune $(carried transformer-de-en-broad-ft 3 "$finetune_carried --seed 1237" "--init @best_or_carried:transformer-de-en-broad@")"
-  # Stage 2 (issue 19): from the shipped fifth fine-tuning epoch (its checkpoint is gone: a fresh Adam as for a carried
-  # run), each direction on the mix its lagging target needs: EN->DE Tatoeba-leaning (Multi30k once, 60% of the other
-  # pairs), DE->EN Multi30k-leaning (Multi30k three times, 20% of the others); seed 1239, past the five epochs done.
-  "transformer-en-de-broad-ft2|-m attnlab.train.transformer --pair en-de --corpus broad --init models/weights/transformer-en-de.f16.gguf $finetune_carried --multi30k-repeat 1 --broad-share 0.6 --epochs 2 --seed 1239"
-  "transformer-de-en-broad-ft2|-m attnlab.train.transformer --pair de-en --corpus broad --init models/weights/transformer-de-en.f16.gguf $finetune_carried --multi30k-repeat 3 --broad-share 0.2 --epochs 1 --seed 1239"
+  # Stage 2 (issue 19): from the shipped fifth fine-tuning epoch (its checkpoint was gone: a fresh Adam as for a
+  # carried run), each direction on the mix its lagging target needed: EN->DE Tatoeba-leaning (Multi30k once, 60% of
+  # the other pairs, 2 epochs, then their mean: models/transformer-broad.md), DE->EN Multi30k-leaning (Multi30k three
+  # times, 20% of the others, 1 epoch); seed 1239, past the five epochs done. Complete and shipped: the files it
+  # started from are 7965cab's models/weights/transformer-{en-de,de-en}.f16.gguf; to run it again, restore one
+  # (git show 7965cab:PATH > FILE) and train with
+  #   --pair en-de --corpus broad --init FILE $finetune_carried --multi30k-repeat 1 --broad-share 0.6 --epochs 2 --seed 1239
+  #   --pair de-en --corpus broad --init FILE $finetune_carried --multi30k-repeat 3 --broad-share 0.2 --epochs 1 --seed 1239
+  "transformer-en-de-broad-ft2|@complete@"
+  "transformer-de-en-broad-ft2|@complete@"
   # The Bahdanau broad runs need more hours than one machine gives: carried in models/training after each machine's
   # last whole epoch, they continue for the epochs left of their 12 (EN->DE: none, its fine-tuning below took over) with a fresh Adam at the learning rate the run
   # had reached and a seed past the epochs done (another shuffle than the epochs already seen).
@@ -130,7 +135,7 @@ jobs=(
   "cosine-en-de-broad|$(shipped cosine-en-de "-m attnlab.train.rnn --pair en-de --corpus broad --score cosine $variant")"
   "additive-small-en-de-broad|$(shipped additive-small-en-de "-m attnlab.train.rnn --pair en-de --corpus broad --score additive $variant")"
   # Speech (issue 21): synthetic speech, the MFCC store, then the recognizer (one BLAS thread: small GRUs).
-  "speech-synth|-m attnlab.data.synthesize_speech --hours 4 --out $ckpt/speech/synth"
+  "speech-synth|-m attnlab.data.synthesize_speech --hours 10 --out $ckpt/speech/synth"
   "speech-features|-m attnlab.data.speech_features --synth $ckpt/speech/synth --out $ckpt/speech/features"
   # Where its checkpoint is gone, the recognizer goes on from its latest weights (speech_las above): 20 more epochs,
   # a fresh Adam at a peak lr of 3e-4 after 200 steps (the first run's peak was 1e-3; it ended at its 3e-5 floor).

@@ -4,6 +4,7 @@ from the broad run's best.pt when it exists when the job starts, else from the c
 recognizer continues from weights carried in models/training, else from the shipped file."""
 import importlib
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -52,7 +53,7 @@ class TrainQueueTest(unittest.TestCase):
         for name, argv in commands.items():
             if argv is None:
                 carried = os.path.join(ROOT, "models", "training", f"{name}.f16.gguf")
-                shipped = os.path.join(ROOT, "models", "weights", f"{name.removesuffix('-broad')}.f16.gguf")
+                shipped = os.path.join(ROOT, "models", "weights", f"{re.sub(r'-broad(-ft[0-9]+)?$', '', name)}.f16.gguf")
                 self.assertTrue(os.path.exists(carried) or os.path.exists(shipped), name)
                 continue
             self.assertEqual(argv[0], "-m", name)
