@@ -273,10 +273,19 @@ export function ortParagraphRunner({ name, ort, kind, encoderBytes, decoderBytes
 }
 
 /**
- * Loads every runner, runs paragraph 0 on each as the warm-up (not timed), then every paragraph on every runner
- * in turn, the order rotating by paragraph so that no engine always runs right after the same one.
+ * How often each runner translates paragraph 0 before the timed ones. V8 compiles wasm in two tiers: functions start
+ * in its baseline compiler and are recompiled optimized, on background threads, once they have run enough; one
+ * warm-up paragraph left part of both engines (ORT's more) in the baseline tier and their recompiling on the cores
+ * during the timed paragraphs (against Chromium with --no-liftoff, which compiles everything optimized up front, ORT
+ * int8 ran 13-17% faster at 2 threads and attnlab 4-8% on the Intel Xeon). Enough runs reach that steady state.
  */
-export async function benchParagraphs(runners, paragraphs, { onParagraph = () => {} } = {}) {
+export const WARMUP_RUNS = 4;
+
+/**
+ * Loads every runner, runs paragraph 0 on each WARMUP_RUNS times as the warm-up (not timed), then every paragraph
+ * on every runner in turn, the order rotating by paragraph so that no engine always runs right after the same one.
+ */
+export async function benchParagraphs(runners, paragraphs, { onParagraph = () => {}, warmupRuns = WARMUP_RUNS } = {}) {
   const results = {};
   for (const runner of runners) {
     const t0 = now();
@@ -286,8 +295,13 @@ export async function benchParagraphs(runners, paragraphs, { onParagraph = () =>
   for (let p = 0; p < paragraphs.length; ++p) {
     for (let i = 0; i < runners.length; ++i) {
       const runner = runners[(i + p) % runners.length];
+      if (p === 0) {
+        for (let run = 0; run < warmupRuns; ++run) await runner.run(paragraphs[p], p);
+        continue;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
       const row = await runner.run(paragraphs[p], p);
-      if (p > 0) results[runner.name].rows.push({ paragraph: p, ...row });
+      results[runner.name].rows.push({ paragraph: p, ...row });
     }
     onParagraph(p);
   }

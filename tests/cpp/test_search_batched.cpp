@@ -18,7 +18,9 @@
 #include "attnlab/models/rnn_seq2seq.hpp"
 #include "attnlab/models/transformer.hpp"
 #include "attnlab/nn/linear.hpp"
+#include "attnlab/parallel/pool.hpp"
 #include "attnlab/text/tokenizer.hpp"
+#include "attnlab/threads.hpp"
 #include "test_support.hpp"
 
 using namespace attnlab;
@@ -206,6 +208,65 @@ TEST_CASE("linear_batched: every row as linear() computes it alone (Q8_0 bit for
                 test::check_close(row, one, 1e-5f, 1e-5f, "f32 row");
         }
     }
+}
+
+namespace {
+
+// A random Q8_0 layer [out, in] with a bias, its block scales packed, and in rows4 layout when `interleaved`.
+nn::Linear random_q8_layer(int in, int out, uint32_t seed, bool interleaved) {
+    nn::Linear layer;
+    layer.in = in;
+    layer.out = out;
+    const std::vector<float> w = test::random_vector(std::size_t(out) * in, seed);
+    layer.weight_q8.resize(std::size_t(out) * in / kernels::kQ8BlockSize);
+    kernels::quantize_q8_0(w.data(), w.size(), layer.weight_q8.data());
+    layer.weight_q8_scales = kernels::q8_scales_by4(layer.weight_q8.data(), out, in);
+    if (interleaved) layer.weight_q8_rows4 = kernels::interleave_q8_rows4(layer.weight_q8.data(), out, in);
+    layer.bias = Vector::from_shape({std::size_t(out)});
+    const std::vector<float> bias = test::random_vector(out, seed + 1);
+    std::copy(bias.begin(), bias.end(), layer.bias.data());
+    return layer;
+}
+
+}  // namespace
+
+TEST_CASE("linear_batched_stack: each layer exactly as linear_batched, at every thread count") {
+    constexpr int kIn = 256, kRows = 8;  // enough multiply-adds for the pool to split at 2 threads
+    // Q8_0 layers of 128, 64 and 70 rows (the last ends on a partial group of 4), interleaved and not.
+    for (bool interleaved : {false, true}) {
+        CAPTURE(interleaved);
+        const nn::Linear a = random_q8_layer(kIn, 128, 21, interleaved), b = random_q8_layer(kIn, 64, 23, interleaved),
+                         c = random_q8_layer(kIn, 70, 25, !interleaved);
+        const nn::Linear* layers[] = {&a, &b, &c};
+        const std::vector<float> x = test::random_vector(std::size_t(kRows) * kIn, 27, -2.0f, 2.0f);
+        for (int threads : {1, 2}) {
+            CAPTURE(threads);
+            set_threads(threads);
+            std::vector<std::vector<float>> stacked, alone;
+            for (const nn::Linear* layer : layers) {
+                stacked.emplace_back(std::size_t(kRows) * layer->out, -1.0f);
+                alone.emplace_back(std::size_t(kRows) * layer->out);
+                nn::linear_batched(*layer, x.data(), kRows, alone.back().data());
+            }
+            float* outputs[] = {stacked[0].data(), stacked[1].data(), stacked[2].data()};
+            const long long before = parallel::split_calls();
+            nn::linear_batched_stack(layers, 3, x.data(), kRows, outputs);
+            if (threads > 1) CHECK(parallel::split_calls() > before);  // the three products as one split
+            for (int i = 0; i < 3; ++i) CHECK(stacked[i] == alone[i]);
+        }
+        set_threads(0);
+    }
+    // A layer whose rows are not a multiple of 64 before the last, or f32 weights: layer by layer, the same.
+    const nn::Linear odd = random_q8_layer(kIn, 70, 31, false), last = random_q8_layer(kIn, 64, 33, false);
+    const nn::Linear* layers[] = {&odd, &last};
+    const std::vector<float> x = test::random_vector(std::size_t(kRows) * kIn, 35);
+    std::vector<float> y0(std::size_t(kRows) * 70), y1(std::size_t(kRows) * 64), e0(y0.size()), e1(y1.size());
+    float* outputs[] = {y0.data(), y1.data()};
+    nn::linear_batched_stack(layers, 2, x.data(), kRows, outputs);
+    nn::linear_batched(odd, x.data(), kRows, e0.data());
+    nn::linear_batched(last, x.data(), kRows, e1.data());
+    CHECK(y0 == e0);
+    CHECK(y1 == e1);
 }
 
 namespace {

@@ -301,6 +301,42 @@ void gemm_nt_q8_q8_rows4(int M, int N, int K, const float* A, int lda, const int
                                           scales4 + (size_t)begin * blocks, C + begin, ldc, accumulate))
     });
 }
+void gemm_nt_q8_q8_stack(int M, int K, const float* A, int lda, const Q8Product* products, int count) {
+    int total = 0;
+    for (int i = 0; i < count; ++i) {
+        const Q8Product& p = products[i];
+        detail::check_gemm("gemm_nt_q8_q8_stack", M, p.N, K, lda, K, K, K, p.ldc);
+        check(p.B != nullptr || (p.W4 != nullptr && p.scales4 != nullptr),
+              "gemm_nt_q8_q8_stack: a product needs its Q8_0 weights, or the interleaved ones and their scales");
+        check(i == count - 1 || p.N % kSplitGrain == 0,
+              "gemm_nt_q8_q8_stack: every product but the last needs a multiple of 64 rows");
+        total += p.N;
+    }
+    detail::check_q8_width("gemm_nt_q8_q8_stack", K);
+    if (M == 0 || total == 0) return;
+    active();
+    const int blocks = K / kQ8BlockSize;
+    const detail::QuantizedRows& q = quantize_rows(M, K, A, lda);
+    // A piece of the stacked rows [begin, end) runs each product's part of it; parts start at multiples of 64.
+    parallel::parallel_for(total, kSplitGrain, work_of(M, total, K), [&](int begin, int end) {
+        int first = 0;
+        for (int i = 0; i < count && first < end; first += products[i].N, ++i) {
+            const Q8Product& p = products[i];
+            const int from = std::max(begin, first) - first, to = std::min(end, first + p.N) - first;
+            if (from >= to) continue;
+            float* C = p.C + from;
+            // The unsplit dispatching kernels (this piece is already one thread's).
+            if (p.W4 && p.scales4)
+                gemm_q8_q8_rows4(M, to - from, K, q.values.data(), q.scales.data(),
+                                 p.W4 + (size_t)(from / 4) * blocks * kQ8BlockSize * 4, p.scales4 + (size_t)from * blocks,
+                                 C, p.ldc, false);
+            else
+                gemm_q8_q8_quantized(M, to - from, K, q.values.data(), q.scales.data(), p.B + (size_t)from * blocks, C,
+                                     p.ldc, false, p.scales4 ? p.scales4 + (size_t)from * blocks : nullptr);
+            if (p.bias) bias_act(M, to - from, C, p.ldc, p.bias + from, Activation::none);
+        }
+    });
+}
 void gemm_q8_q8_rows4(int M, int N, int K, const int16_t* values, const float* xscales, const int8_t* W4,
                       const float* scales4, float* C, int ldc, bool accumulate) {
     ATTNLAB_DISPATCH(gemm_q8_q8_rows4(M, N, K, values, xscales, W4, scales4, C, ldc, accumulate))

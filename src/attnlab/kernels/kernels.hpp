@@ -167,6 +167,22 @@ std::vector<int8_t> interleave_q8_rows4(const BlockQ8_0* W, int M, int N);
 // scales4 = q8_scales_by4(W, N, K): the activations quantized once, the weight rows split over the pool.
 void gemm_nt_q8_q8_rows4(int M, int N, int K, const float* A, int lda, const int8_t* W4, const float* scales4,
                          float* C, int ldc, bool accumulate = false);
+// One product of gemm_nt_q8_q8_stack: C[M, N] (row stride ldc) = Ã · B[N, K]ᵀ (+ bias [N] when not null), B as
+// Q8_0 blocks, or as interleave_q8_rows4's W4 with scales4 when both are given (scales4 alone: gemm_nt_q8_q8's).
+struct Q8Product {
+    int N = 0;
+    const BlockQ8_0* B = nullptr;
+    const int8_t* W4 = nullptr;
+    const float* scales4 = nullptr;
+    float* C = nullptr;
+    int ldc = 0;
+    const float* bias = nullptr;
+};
+// The products of one activation matrix A [M, K] with several weight matrices (a layer's query, key and value
+// projections), each bit for bit what gemm_nt_q8_q8 / gemm_nt_q8_q8_rows4 and then bias_act would give: the
+// activations quantized once, and all the products' rows split over the pool as one range (one round trip, not
+// one per product). Every product but the last needs N % 64 == 0, so the pieces keep their rows' groups of 4.
+void gemm_nt_q8_q8_stack(int M, int K, const float* A, int lda, const Q8Product* products, int count);
 // The kernel targets: the ones this build compiled, the one the CPU runs now (its name, as ATTNLAB_CPU spells
 // it). The first kernel call picks it: ATTNLAB_CPU=baseline|avx2|avx512 forces one (an attnlab::Error when it
 // is not compiled or the CPU cannot run it), unset, empty or "auto" takes the best the CPU runs.

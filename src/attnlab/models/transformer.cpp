@@ -417,9 +417,9 @@ void step_rows(const Transformer& model, TransformerBatch& b, const int32_t* tok
         // Causal self-attention: append this position's keys and values to each row's cache, attend over [0, t].
         const nn::MultiHeadAttention& self = layer.self_attention;
         layer_norm(layer.norm1, b.g.data(), n, d, c.norm_epsilon, b.x.data());
-        nn::linear_batched(self.q, b.x.data(), n, b.q.data());
-        nn::linear_batched(self.k, b.x.data(), n, b.k.data());
-        nn::linear_batched(self.v, b.x.data(), n, b.v.data());
+        const nn::Linear* projections[] = {&self.q, &self.k, &self.v};
+        float* projected[] = {b.q.data(), b.k.data(), b.v.data()};
+        nn::linear_batched_stack(projections, 3, b.x.data(), n, projected);
         for (int r = 0; r < n; ++r) {
             nn::KVCache& cache = b.caches[b.slot[r]][l];
             ensure_rows(cache, t + 1, d);

@@ -144,6 +144,29 @@ void linear_batched(const Linear& layer, const float* x, int rows, float* y) {
         kernels::bias_act(rows, layer.out, y, layer.out, layer.bias.data(), kernels::Activation::none);
 }
 
+void linear_batched_stack(const Linear* const* layers, int count, const float* x, int rows, float* const* y) {
+    bool stackable = rows > 1 && count > 1;
+    for (int i = 0; i < count && stackable; ++i)
+        stackable = layers[i]->quantized() && layers[i]->in == layers[0]->in && (i == count - 1 || layers[i]->out % 64 == 0);
+    if (!stackable) {
+        for (int i = 0; i < count; ++i) linear_batched(*layers[i], x, rows, y[i]);
+        return;
+    }
+    std::vector<kernels::Q8Product> products(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+        const Linear& layer = *layers[i];
+        kernels::Q8Product& p = products[i];
+        p.N = layer.out;
+        p.B = layer.weight_q8.data();
+        p.scales4 = packed_q8_scales(layer);
+        p.W4 = p.scales4 ? interleaved_q8_weights(layer) : nullptr;  // linear_batched's choice of kernel
+        p.C = y[i];
+        p.ldc = layer.out;
+        p.bias = layer.has_bias() ? layer.bias.data() : nullptr;
+    }
+    kernels::gemm_nt_q8_q8_stack(rows, layers[0]->in, x, layers[0]->in, products.data(), count);
+}
+
 // x [rows, in] -> [rows, out]
 Matrix linear(const Linear& layer, const Matrix& x) {
     if (!(x.dimension() == 2 && cols(x) == layer.in))
