@@ -145,14 +145,15 @@ void linear_batched(const Linear& layer, const float* x, int rows, float* y) {
 }
 
 void linear_batched_stack(const Linear* const* layers, int count, const float* x, int rows, float* const* y) {
-    bool stackable = rows > 1 && count > 1;
+    constexpr int kMostStacked = 4;  // a fixed array: a decoder step allocates nothing
+    bool stackable = rows > 1 && count > 1 && count <= kMostStacked;
     for (int i = 0; i < count && stackable; ++i)
         stackable = layers[i]->quantized() && layers[i]->in == layers[0]->in && (i == count - 1 || layers[i]->out % 64 == 0);
     if (!stackable) {
         for (int i = 0; i < count; ++i) linear_batched(*layers[i], x, rows, y[i]);
         return;
     }
-    std::vector<kernels::Q8Product> products(static_cast<std::size_t>(count));
+    kernels::Q8Product products[kMostStacked];
     for (int i = 0; i < count; ++i) {
         const Linear& layer = *layers[i];
         kernels::Q8Product& p = products[i];
@@ -164,7 +165,7 @@ void linear_batched_stack(const Linear* const* layers, int count, const float* x
         p.ldc = layer.out;
         p.bias = layer.has_bias() ? layer.bias.data() : nullptr;
     }
-    kernels::gemm_nt_q8_q8_stack(rows, layers[0]->in, x, layers[0]->in, products.data(), count);
+    kernels::gemm_nt_q8_q8_stack(rows, layers[0]->in, x, layers[0]->in, products, count);
 }
 
 // x [rows, in] -> [rows, out]

@@ -51,9 +51,9 @@ Matrix linear(const Linear& layer, const Matrix& x);
 void linear_batched(const Linear& layer, const float* x, int rows, float* y);
 
 // linear_batched of the same x through several layers of the same `in` (a multi-head attention's query, key and
-// value projections): y[i] [rows, layers[i]->out] is bit for bit linear_batched(*layers[i], x, rows, y[i]). Q8_0
-// layers whose `out` are multiples of 64 (the last any) share one quantizing of x and one split over the pool
-// (kernels::gemm_nt_q8_q8_stack); any other mix runs layer by layer.
+// value projections): y[i] [rows, layers[i]->out] is bit for bit linear_batched(*layers[i], x, rows, y[i]). Up to 4
+// Q8_0 layers whose `out` are multiples of 64 (the last any) share one quantizing of x and one split over the pool
+// (kernels::gemm_nt_q8_q8_stack); anything else runs layer by layer.
 void linear_batched_stack(const Linear* const* layers, int count, const float* x, int rows, float* const* y);
 
 // Rows [begin, begin+count) of the layer (weights and bias): splits a fused projection such as
