@@ -274,16 +274,24 @@ export function ortParagraphRunner({ name, ort, kind, encoderBytes, decoderBytes
 
 /**
  * How often each runner translates paragraph 0 before the timed ones. V8 compiles wasm in two tiers: functions start
- * in its baseline compiler and are recompiled optimized, on background threads, once they have run enough; one
- * warm-up paragraph left part of both engines (ORT's more) in the baseline tier and their recompiling on the cores
- * during the timed paragraphs (against Chromium with --no-liftoff, which compiles everything optimized up front, ORT
- * int8 ran 13-17% faster at 2 threads and attnlab 4-8% on the Intel Xeon). Enough runs reach that steady state.
+ * in its baseline compiler and are recompiled optimized, on background threads, once they have run enough; after one
+ * warm-up paragraph part of both engines (ORT's more) still ran baseline code, recompiled on the two cores during the
+ * timed paragraphs. Four runs gave ORT int8 4-7% more at 2 threads on the Intel Xeon (docs/performance.md); what is
+ * left against a Chromium that compiles everything optimized up front (--no-liftoff) is what a visitor's gets too.
  */
 export const WARMUP_RUNS = 4;
 
 /**
+ * The untimed pause before each timed paragraph: long enough for the engine that ran before to go idle (its pool
+ * threads stop spinning, its garbage is collected), which otherwise took a core from the one being timed (attnlab's
+ * 2 / 1 threads ratio 1.69 alone in the page, 1.57 beside ORT; ORT gained from the pause as well).
+ */
+export const SETTLE_MS = 200;
+
+/**
  * Loads every runner, runs paragraph 0 on each WARMUP_RUNS times as the warm-up (not timed), then every paragraph
- * on every runner in turn, the order rotating by paragraph so that no engine always runs right after the same one.
+ * on every runner in turn, each after SETTLE_MS, the order rotating by paragraph so that no engine always runs right
+ * after the same one.
  */
 export async function benchParagraphs(runners, paragraphs, { onParagraph = () => {}, warmupRuns = WARMUP_RUNS } = {}) {
   const results = {};
@@ -299,7 +307,7 @@ export async function benchParagraphs(runners, paragraphs, { onParagraph = () =>
         for (let run = 0; run < warmupRuns; ++run) await runner.run(paragraphs[p], p);
         continue;
       }
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
       const row = await runner.run(paragraphs[p], p);
       results[runner.name].rows.push({ paragraph: p, ...row });
     }
