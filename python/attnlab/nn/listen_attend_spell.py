@@ -118,12 +118,15 @@ class ListenAttendSpell(nn.Module):
     # ---- listener ------------------------------------------------------------------------------------------
     def normalize(self, feats, lengths):
         """CMN over each utterance's real frames, then the fixed scale. feats [B, T, 13]."""
-        mask = (torch.arange(feats.size(1))[None, :] < lengths[:, None]).unsqueeze(-1)
+        lengths = lengths.to(feats.device)
+        mask = (torch.arange(feats.size(1), device=feats.device)[None, :] < lengths[:, None]).unsqueeze(-1)
         mean = (feats * mask).sum(1, keepdim=True) / lengths.clamp(min=1)[:, None, None]
         return (feats - mean) / self.feature_scale * mask
 
     def listen(self, feats, lengths):
-        """feats [B, T, 13] raw MFCCs, lengths [B] -> (h [B, S, 2E], S lengths [B], s_0 [B, H])."""
+        """feats [B, T, 13] raw MFCCs, lengths [B] (on the CPU: packing reads them) -> (h [B, S, 2E],
+        S lengths [B] on h's device, s_0 [B, H])."""
+        lengths = lengths.cpu()
         x = self.normalize(feats, lengths)
         for layer in self.listener:
             x, lengths = stack_pairs(x, lengths)
@@ -134,14 +137,15 @@ class ListenAttendSpell(nn.Module):
             x, _ = nn.utils.rnn.pad_packed_sequence(x, batch_first=True, total_length=int(lengths.max()))
             x = self.drop(x)
         E = self.cfg.enc_hidden
-        last_forward = x[torch.arange(x.size(0)), lengths - 1, :E]
+        lengths = lengths.to(x.device)
+        last_forward = x[torch.arange(x.size(0), device=x.device), lengths - 1, :E]
         first_backward = x[:, 0, E:]
         s0 = torch.tanh(self.init(torch.cat([last_forward, first_backward], -1)))
         return x, lengths, s0
 
     # ---- speller -------------------------------------------------------------------------------------------
     def first_weights(self, mask):
-        a = torch.zeros(mask.shape, dtype=torch.float32)
+        a = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
         a[:, 0] = 1.0
         return a
 
@@ -159,7 +163,7 @@ class ListenAttendSpell(nn.Module):
         """Teacher forcing. targets_in [B, L] (BOS + chars) -> (logits [B, L, V], ctc log-probs [S, B, V],
         S lengths, attention [B, L, S])."""
         h, S_len, s = self.listen(feats, lengths)
-        mask = torch.arange(h.size(1))[None, :] < S_len[:, None]
+        mask = torch.arange(h.size(1), device=h.device)[None, :] < S_len[:, None]
         keys = self.attn.W_k(h)
         a = self.first_weights(mask)
         logits, weights = [], []
@@ -174,26 +178,27 @@ class ListenAttendSpell(nn.Module):
     def greedy(self, feats, lengths, max_len=None):
         """-> (list of id lists, list of attention [L_i, S_i] tensors) for a batch, in input order."""
         h, S_len, s = self.listen(feats, lengths)
-        mask = torch.arange(h.size(1))[None, :] < S_len[:, None]
+        mask = torch.arange(h.size(1), device=h.device)[None, :] < S_len[:, None]
         keys = self.attn.W_k(h)
         a = self.first_weights(mask)
         B = feats.size(0)
-        y = torch.full((B,), BOS_ID, dtype=torch.long)
-        limit = max_len or int(S_len.max()) * 2 + 10
-        done = torch.zeros(B, dtype=torch.bool)
+        y = torch.full((B,), BOS_ID, dtype=torch.long, device=h.device)
+        S_list = S_len.tolist()
+        limit = max_len or max(S_list) * 2 + 10
+        done = [False] * B
         ids, weights = [[] for _ in range(B)], [[] for _ in range(B)]
         for _ in range(limit):
             logits, s, a, _ = self.step(h, keys, mask, s, a, y)
             logits[:, list(NEVER_WRITTEN)] = float("-inf")
             y = logits.argmax(-1)
-            for b in range(B):
+            for b, token in enumerate(y.tolist()):
                 if not done[b]:
-                    weights[b].append(a[b, :S_len[b]])
-                    if int(y[b]) == EOS_ID:
+                    weights[b].append(a[b, :S_list[b]])
+                    if token == EOS_ID:
                         done[b] = True
                     else:
-                        ids[b].append(int(y[b]))
-            if bool(done.all()):
+                        ids[b].append(token)
+            if all(done):
                 break
         return ids, [torch.stack(w) for w in weights]
 
@@ -207,11 +212,12 @@ def loss(model, feats, lengths, targets, ctc_weight=0.3, label_smoothing=0.1):
     for b, t in enumerate(targets):
         inp[b, :len(t) + 1] = torch.tensor([BOS_ID] + t)
         gold[b, :len(t) + 1] = torch.tensor(t + [EOS_ID])
-    logits, ctc_logp, S_len, _ = model(feats, lengths, inp)
+    logits, ctc_logp, S_len, _ = model(feats, lengths, inp.to(feats.device))
+    gold = gold.to(feats.device)
     ce_sum = F.cross_entropy(logits.reshape(-1, logits.size(-1)), gold.reshape(-1), ignore_index=PAD_ID,
                              label_smoothing=label_smoothing, reduction="sum")
     tokens = int((gold != PAD_ID).sum())
-    flat = torch.tensor([c for t in targets for c in t], dtype=torch.long)
+    flat = torch.tensor([c for t in targets for c in t], dtype=torch.long, device=feats.device)
     ctc = F.ctc_loss(ctc_logp, flat, S_len, torch.tensor([len(t) for t in targets]), blank=CTC_BLANK,
                      reduction="sum", zero_infinity=True)
     total = (1 - ctc_weight) * ce_sum / tokens + ctc_weight * ctc / tokens
