@@ -160,7 +160,7 @@ class SpeechInitTest(unittest.TestCase):
             self.assertTrue(torch.equal(init["model"][name], value), name)
             self.assertTrue(torch.equal(init["model"][name], torch.from_numpy(tensors[name])), name)
         self.assertEqual(init["config"], dict(reference.cfg.to_dict(), dropout=0.2))
-        self.assertGreater(init["train_seconds"], 3600)   # the card's 3.3 h, kept in attnlab.training_seconds
+        self.assertGreater(init["train_seconds"], 360)   # the card's 7 minutes, kept in attnlab.training_seconds
         # The trainer's model (dropout 0.2, in eval mode) decodes as the reference does: the same characters and
         # attention, bit for bit, on a committed sample clip.
         from tests.python.test_shipped_speech import clip_features  # noqa: PLC0415  (the parity test's features)

@@ -83,8 +83,9 @@ function buildPanel(panel) {
     el('p', { className: 'lead', text: 'Listen, Attend and Spell: the encoder turns the audio into frames of 40 ms, and ' +
       'the decoder attends to them before writing each character, its attention nudged forward by where it ' +
       'looked last (location-aware attention). Speak, or drop a recording: under the spectrogram each row is a ' +
-      'character, lit where it listened. The shipped model is an interim one, trained here for a few hours: ' +
-      'it makes many mistakes (models/speech-las.md has its numbers), but its alignment is already visible.' }),
+      'character, lit where it listened. The shipped model is an interim one, trained for minutes on ' +
+      'about 12 hours of speech, most of it synthetic: it gets most characters of spoken commands and digits ' +
+      'right and much of read speech wrong (models/speech-las.md has its numbers), but its alignment is already visible.' }),
     ...modelControls('sp', { modelLabel: 'Recognizer', beams: [1, 2, 4, 8], beam: 4 }),
     el('div', { className: 'cap-drop', attrs: { id: 'sp-drop', 'data-testid': 'sp-drop' } }, [
       el('button', { className: 'primary', text: '● Record', attrs: { id: 'sp-record', type: 'button', 'data-testid': 'sp-record' } }),
