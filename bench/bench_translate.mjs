@@ -33,6 +33,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { launchChromium } from '../tests/support/chromium.mjs';
+import { cpuDescription } from './cpu.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const benchDir = path.join(root, 'build', 'bench');
@@ -232,18 +233,6 @@ async function paragraphPage(models, paragraphs, threads) {
 
 const BEAM_GRAPHS = { rnn: { encoder: 'rnn.encoder', decoder: 'rnn.beam_decoder' },
                       transformer: { encoder: 'transformer.beam_encoder', decoder: 'transformer.beam_decoder' } };
-
-// "model name (L1d …, L2 …, L3 …)" from lscpu, as every benchmark prints it.
-function cpuDescription() {
-  try {
-    const fields = Object.fromEntries(execFileSync('lscpu', { encoding: 'utf8' }).split('\n')
-      .map((line) => line.split(/:\s+/)).filter((kv) => kv.length === 2).map(([k, v]) => [k.trim(), v.trim()]));
-    const caches = ['L1d', 'L2', 'L3'].map((c) => fields[`${c} cache`] && `${c} ${fields[`${c} cache`]}`).filter(Boolean);
-    return `${fields['Model name'] ?? os.cpus()[0]?.model}${caches.length ? ` (${caches.join(', ')})` : ''}`;
-  } catch {
-    return null;
-  }
-}
 
 // ---- reporting -------------------------------------------------------------------------------------------------
 const fmt = (x, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(digits));

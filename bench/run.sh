@@ -6,7 +6,8 @@
 #   2. the tokenizer on a 10,000-character input, native and wasm (bench/bench_tokenizer.cpp);
 #   3. the page's captioning time per caption model and beam size (bench/bench_caption.mjs; skipped with
 #      --no-browser);
-#   4. the translation benchmark (bench/bench_translate.mjs): attnlab wasm vs onnxruntime-web in Node and headless
+#   4. the module's transcription time per speech model and beam, in Node (bench/bench_speech.mjs);
+#   5. the translation benchmark (bench/bench_translate.mjs): attnlab wasm vs onnxruntime-web in Node and headless
 #      Chromium (batch-1 greedy, same f32 weights), native vs PyTorch eager, where attnlab's per-token time goes,
 #      and the paragraph benchmark (test2016 in 8-sentence paragraphs, beam 4, each engine at its best, BLEU next to
 #      words/s; docs/performance.md); options --sentences N, --paragraphs N, --rnn F, --rnn-q8 F, --transformer F,
@@ -41,4 +42,5 @@ node bench/bench_kernels.mjs "${kernel_args[@]}"
 build/native/bench_tokenizer
 node build/wasm/bench_tokenizer.js
 if [[ " ${translate_args[*]} " != *" --no-browser "* ]]; then node bench/bench_caption.mjs; fi
+node bench/bench_speech.mjs --rounds "$([ "$quick" = 1 ] && echo 3 || echo 6)"
 node bench/bench_translate.mjs "${translate_args[@]}"

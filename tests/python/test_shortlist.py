@@ -1,0 +1,79 @@
+"""attnlab.data.shortlist and attnlab.eval.shortlist: the table ranks a source piece's co-occurring target pieces by
+the Dice coefficient, a batch's union holds the frequent pieces, its sources' rows and EOS, and decoding inside a
+shortlist that allows every piece is decoding without one, while a shortlist without a sentence's best token
+changes its output.
+
+    PYTHONPATH=python /usr/bin/python3 -m unittest tests.python.test_shortlist
+"""
+import os
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+from attnlab.data import shortlist as sl
+from attnlab.eval import shortlist as ev
+from attnlab.gguf import transformer as transformer_gguf
+from attnlab.nn.decoding import EOS_ID
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+TINY = os.path.join(ROOT, "tests", "fixtures", "transformer", "tiny.gguf")
+
+
+class BuildTest(unittest.TestCase):
+    def setUp(self):
+        # Source 5 always comes with target 7; source 6 with 8 mostly, once with 9; target 4 is everywhere.
+        self.src = [[5, 3], [5, 3], [6, 3], [6, 3], [6, 3], [5, 6, 3]]
+        self.tgt = [[2, 7, 4, 3], [2, 7, 4, 3], [2, 8, 4, 3], [2, 8, 4, 3], [2, 9, 4, 3], [2, 7, 8, 4, 3]]
+
+    def test_dice_ranking_and_padding(self):
+        table = sl.build(self.src, self.tgt, 10, 12, per_source=3, frequent=2).table
+        self.assertEqual(table.shape, (10, 3))
+        self.assertEqual(table[5, 0], 7)        # Dice 2*3/(3+3) = 1
+        self.assertEqual(table[6, 0], 8)        # 2*3/(4+3) against 9's 2*1/(4+1) and 4's 2*4/(4+6)
+        self.assertEqual(list(table[0]), [-1, -1, -1])   # never seen
+        self.assertNotIn(9, table[5])           # 9 never co-occurs with 5
+
+    def test_union(self):
+        shortlist = sl.build(self.src, self.tgt, 10, 12, per_source=1, frequent=2)
+        self.assertEqual(list(shortlist.frequent), [3, 4])   # EOS and 4 occur in every target (ties: lower id)
+        union = shortlist.union([[5, 3]])
+        self.assertTrue({EOS_ID, 4, 7} <= set(union.tolist()))
+        self.assertNotIn(8, union)
+        self.assertEqual(list(union), sorted(set(union.tolist())))
+        self.assertIn(EOS_ID, shortlist.union([]))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "s.npz")
+            shortlist.save(path)
+            back = sl.Shortlist.load(path)
+            np.testing.assert_array_equal(back.table, shortlist.table)
+            np.testing.assert_array_equal(back.frequent, shortlist.frequent)
+
+    def test_mismatched_pairs_refused(self):
+        with self.assertRaises(ValueError):
+            sl.build(self.src, self.tgt[:-1], 10, 12)
+
+
+class DecodeInsideTest(unittest.TestCase):
+    def test_allow_all_is_no_shortlist_and_a_missing_token_changes_the_output(self):
+        torch.manual_seed(0)
+        model, _ = transformer_gguf.load(TINY)
+        model.eval()
+        vocab = model.cfg.tgt_vocab
+        src = torch.tensor([[4, 5, 6, 7, EOS_ID], [8, 9, 10, EOS_ID, 0]])
+        lens = torch.tensor([5, 4])
+        with torch.no_grad():
+            full = ev.beam_decode("transformer", model, src, lens, beam=3)
+            same = ev.beam_decode("transformer", model, src, lens, beam=3, allowed=torch.ones(vocab, dtype=torch.bool))
+            self.assertEqual(full, same)
+            first = full[0][0] if full[0] else EOS_ID
+            allowed = torch.ones(vocab, dtype=torch.bool)
+            allowed[first] = False
+            without = ev.beam_decode("transformer", model, src, lens, beam=3, allowed=allowed)
+        self.assertNotEqual(without[0], full[0])
+        self.assertTrue(all(t != first for t in without[0]))
+
+
+if __name__ == "__main__":
+    unittest.main()
