@@ -7,7 +7,8 @@
 #   here:  python3 -m attnlab.data.speech_features_compact pack FEATURES .device/speech-compact
 #   there: bash models/train_speech_gpu.sh .device/speech-compact OUT MINUTES
 #          bash models/train_speech_gpu.sh .device/speech-compact OUT MINUTES NAME:PREFIX   (goes on from a run's
-#          chunks, NAME's best weights, at a lower rate: the second call of a lease)
+#          chunks, NAME's best weights, at a lower rate: the second call of a lease; PREFIX may instead be a speech
+#          GGUF file, e.g. a copy of the shipped models/weights/speech-las.f16.gguf carried in .device)
 #   here:  python3 -m attnlab.train.checkpoint_chunks join OUT/NAME CHECKPOINT.pt    (then models/ship_speech.sh)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,8 +24,12 @@ train=(python3 -m attnlab.train.speech --features "$work/features" --device cuda
 hours=$(python3 -c "print($minutes / 60)")
 if [ -n "$continue" ]; then
   name=${continue%%:*}-continued
-  python3 -m attnlab.train.checkpoint_chunks join "${continue#*:}" "$work/init.pt"
-  timeout $((minutes * 60 + 60)) "${train[@]}" --out "$work/$name" --init "$work/init.pt" --max-hours "$hours" \
+  init=${continue#*:}
+  if [[ $init != *.gguf ]]; then
+    python3 -m attnlab.train.checkpoint_chunks join "$init" "$work/init.pt"
+    init=$work/init.pt
+  fi
+  timeout $((minutes * 60 + 60)) "${train[@]}" --out "$work/$name" --init "$init" --max-hours "$hours" \
     --real-repeat 2 --max-frames 40000 --lr 3e-4 --warmup 100 --epoch-decay 0.8 --patience 6 --epochs 200 \
     --dev-limit 800 --log-every 25 --save-minutes 100 > "$out/$name.log" 2>&1 || echo "the run exited with $?"
   grep "dev CER" "$out/$name.log" | cut -c1-200 || true
