@@ -4,7 +4,8 @@
 // character drawn under the spectrogram; recording from the fake microphone moves the level meter and transcribes
 // when stopped (the microphone is released); without the permission the tab says so; no request leaves the origin.
 // At 1280×800 and 390×844 the search tree under the stepper is the Node module's beamTree (every node, the
-// winner's path spelling the transcript, the joint score in the caption and the tooltips), inside the phone's width;
+// winner's path spelling the transcript, the joint score in the caption and the tooltips), inside the phone's width,
+// and the clip's own words beside the transcript with their character edit distance (none for an uploaded file);
 // the attention figure has its legends, a cell's numbers on hover, tap or the keyboard, and its PNG / SVG / JSON export; the URL
 // reopens model, beam, sample clip and character, and a new beam runs the clip again.
 import { test, before, after } from 'node:test';
@@ -91,6 +92,7 @@ test('an uploaded WAV and FLAC give the CLI\'s transcript, a character row each 
     assert.equal(got.text, expected.text || '(nothing: the model wrote no characters)', file);
     assert.match(got.timing, /s of audio transcribed in \d+ ms \(beam \d\)/);
     assert.equal(await page.locator('#sp-chars button').count(), expected.characters.length);
+    assert.equal(await page.getByTestId('sp-reference').isHidden(), true, 'a visitor\'s file has no known words');
     const sizes = await page.evaluate(() => ['sp-spectrogram', 'sp-attention'].map((id) => {
       const c = document.getElementById(id);
       return { width: c.getBoundingClientRect().width, height: c.getBoundingClientRect().height };
@@ -150,6 +152,11 @@ for (const viewport of WIDTHS) {
       await p.locator('#sp-samples [data-sample="command.wav"]').click();
       await waitForTranscript(p, '');
       assert.equal(await p.locator('#sp-output').textContent(), expected.text);
+      const spoken = 'erase k seven two';   // web/app/samples/speech/speech.json
+      const edits = levenshtein([...expected.text], [...spoken]);
+      assert.equal(await p.getByTestId('sp-reference').textContent(),
+                   `The clip says “${spoken}”: the transcript is ${edits} character edit${edits === 1 ? '' : 's'} away ` +
+                   `(${Math.round((100 * edits) / spoken.length)}% of its characters).`);
       const tree = expected.beamTree;
       const nodes = p.locator('#sp-beam-tree .beam-node');
       assert.equal(await nodes.count(), tree.nodes.length);
@@ -261,4 +268,13 @@ for (const viewport of WIDTHS) {
       await p.close();
     }
   });
+}
+
+// The edit distance the tab reports, computed here independently (full matrix).
+function levenshtein(a, b) {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; ++i) {
+    for (let j = 1; j <= b.length; ++j) d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+  }
+  return d[a.length][b.length];
 }

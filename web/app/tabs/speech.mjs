@@ -40,6 +40,7 @@ const view = {
   last: null,         // { input, playable, sample } of the last transcript, run again when the model or beam changes
   rerun: false,       // the model or beam changed while a transcript was being made: run it again after
   restoreSample: null, // a shared link's sample clip and character, transcribed once the clips are listed
+  spoken: new Map(),  // sample clip file -> what it says (speech.json), shown beside its transcript
   restoreChar: null,
 };
 
@@ -107,6 +108,7 @@ function buildPanel(panel) {
     el('div', { className: 'result', attrs: { id: 'sp-result', hidden: '' } }, [
       el('h2', {}, ['Transcript ', el('span', { className: 'muted small', attrs: { id: 'sp-timing', 'data-testid': 'sp-timing' } })]),
       el('p', { className: 'output', attrs: { id: 'sp-output', 'data-testid': 'sp-output', 'aria-live': 'polite' } }),
+      el('p', { className: 'muted small', attrs: { id: 'sp-reference', 'data-testid': 'sp-reference', hidden: '' } }),
       el('div', { className: 'notices', attrs: { id: 'sp-notices', 'data-testid': 'sp-notices', hidden: '' } }),
       el('div', { attrs: { id: 'sp-chars', 'data-testid': 'sp-chars', role: 'group', 'aria-label': 'Characters: hover or focus to see their frames, click to play them' },
                   }),
@@ -289,11 +291,33 @@ function play(i) {
   source.start();
 }
 
+// Levenshtein distance between two strings' characters: the edits of a character error rate.
+function characterEdits(a, b) {
+  const x = [...a], y = [...b];
+  let previous = Array.from({ length: y.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= x.length; ++i) {
+    const row = [i];
+    for (let j = 1; j <= y.length; ++j) {
+      row.push(Math.min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (x[i - 1] === y[j - 1] ? 0 : 1)));
+    }
+    previous = row;
+  }
+  return previous[y.length];
+}
+
 // beam: the width this transcript was searched with (the picker may have changed while it ran).
 function render(t, beam) {
   view.result = t;
   byId('sp-result').hidden = false;
   byId('sp-output').textContent = t.text || '(nothing: the model wrote no characters)';
+  // A sample clip's words are known: the reader sees how far the model is from them.
+  const spoken = view.last?.sample ? view.spoken.get(view.last.sample) : undefined;
+  byId('sp-reference').hidden = spoken === undefined;
+  if (spoken !== undefined) {
+    const edits = characterEdits(t.text, spoken);
+    byId('sp-reference').textContent = `The clip says “${spoken}”: the transcript is ${edits} character ` +
+      `edit${edits === 1 ? '' : 's'} away (${Math.round((100 * edits) / [...spoken].length)}% of its characters).`;
+  }
   const notes = noticesFor(t, { what: 'The transcript', unit: 'character' });  // finished: false is a length stop
   byId('sp-notices').replaceChildren(...notes.map((text) => el('p', { className: 'notice', text })));
   byId('sp-notices').hidden = notes.length === 0;
@@ -522,6 +546,7 @@ async function renderSamples() {
     box.textContent = `The sample clips could not be loaded (${error.message}).`;
     return;
   }
+  view.spoken = new Map(samples.map((sample) => [sample.file, sample.transcript]));
   box.replaceChildren(...samples.map((sample) => {
     const chip = el('button', { className: 'chip', text: sample.label,
                                 attrs: { type: 'button', 'data-sample': sample.file, title: `“${sample.transcript}”` } });
