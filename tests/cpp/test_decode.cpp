@@ -143,6 +143,22 @@ TEST_CASE("decode_image refuses what is not a whole JPEG or PNG") {
     CHECK(decode_image(make_png(8192, 1, 0, std::vector<uint8_t>(8193, 0))).width == limits().max_image_side);
 }
 
+TEST_CASE("decode_image refuses a JPEG Huffman table of more than 256 symbols, also after 0xFF fill bytes") {
+    // SOI, then a DHT segment whose 16 code counts add up to 257 (the spec's limit is 256; stb_image would overrun).
+    std::vector<uint8_t> jpeg = {0xFF, 0xD8, 0xFF, 0xC4, 0x00, 0x00, 0x00};
+    for (int i = 0; i < 16; ++i) jpeg.push_back(i == 15 ? 2 : 17);  // 15 × 17 + 2 = 257
+    jpeg.resize(jpeg.size() + 257, 0);
+    const std::size_t length = jpeg.size() - 4;  // from the length field to the segment's end
+    jpeg[4] = uint8_t(length >> 8);
+    jpeg[5] = uint8_t(length & 0xFF);
+    const std::string expected = "cannot decode image: corrupt JPEG (a Huffman table of more than 256 symbols)";
+    CHECK(error_of(jpeg).find(expected) == 0);
+    // stb takes 0xFF fill bytes before SOI as a JPEG too (a fuzzer's find): the table is refused there as well.
+    std::vector<uint8_t> filled = {0xFF, 0xFF, 0xFF};
+    filled.insert(filled.end(), jpeg.begin(), jpeg.end());
+    CHECK(error_of(filled).find(expected) == 0);
+}
+
 TEST_CASE("read_image names the file it cannot read") {
     const std::string missing = test::source_path("tests/fixtures/image/missing.png");
     try {

@@ -49,10 +49,14 @@ struct Decoded {
 // stb_image (Debian's 2022-09 snapshot) does not bound a DHT table's symbol count, and a table of more than 256
 // symbols overruns its arrays; the JPEG spec allows at most 256, so such a file is refused here, before stb reads it.
 // Walks every marker segment, and through entropy-coded data to the next marker (progressive files define tables
-// between scans). Returns false for an oversized table; anything else malformed is left for stb to report.
+// between scans). Returns false for an oversized table; anything else malformed is left for stb to report. stb
+// takes a file for a JPEG when it starts with 0xFF, any number of 0xFF fill bytes, then SOI (0xD8): so does this.
 bool jpeg_tables_fit(const uint8_t* bytes, std::size_t size) {
-    if (size < 2 || bytes[0] != 0xFF || bytes[1] != 0xD8) return true;
-    std::size_t pos = 2;
+    if (size < 2 || bytes[0] != 0xFF) return true;
+    std::size_t pos = 1;
+    while (pos < size && bytes[pos] == 0xFF) ++pos;
+    if (pos >= size || bytes[pos] != 0xD8) return true;
+    ++pos;
     while (pos + 4 <= size) {
         if (bytes[pos] != 0xFF) {  // entropy-coded data: skip to a marker that is not a stuffed 0xFF00 or RSTn
             ++pos;
