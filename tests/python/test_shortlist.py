@@ -1,4 +1,4 @@
-"""attnlab.data.shortlist and attnlab.eval.shortlist: the table ranks a source piece's co-occurring target pieces by
+"""attnlab.data.shortlist and the beam search's `allowed` shortlist (attnlab.eval.shortlist's): the table ranks a source piece's co-occurring target pieces by
 the Dice coefficient, a batch's union holds the frequent pieces, its sources' rows and EOS, and decoding inside a
 shortlist that allows every piece is decoding without one, while a shortlist without a sentence's best token
 changes its output.
@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from attnlab.data import shortlist as sl
-from attnlab.eval import shortlist as ev
 from attnlab.gguf import transformer as transformer_gguf
+from attnlab.nn import transformer
 from attnlab.nn.decoding import EOS_ID
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -64,13 +64,13 @@ class DecodeInsideTest(unittest.TestCase):
         src = torch.tensor([[4, 5, 6, 7, EOS_ID], [8, 9, 10, EOS_ID, 0]])
         lens = torch.tensor([5, 4])
         with torch.no_grad():
-            full = ev.beam_decode("transformer", model, src, lens, beam=3)
-            same = ev.beam_decode("transformer", model, src, lens, beam=3, allowed=torch.ones(vocab, dtype=torch.bool))
+            full = transformer.beam_search(model, src, lens, beam=3)
+            same = transformer.beam_search(model, src, lens, beam=3, allowed=torch.ones(vocab, dtype=torch.bool))
             self.assertEqual(full, same)
             first = full[0][0] if full[0] else EOS_ID
             allowed = torch.ones(vocab, dtype=torch.bool)
             allowed[first] = False
-            without = ev.beam_decode("transformer", model, src, lens, beam=3, allowed=allowed)
+            without = transformer.beam_search(model, src, lens, beam=3, allowed=allowed)
         self.assertNotEqual(without[0], full[0])
         self.assertTrue(all(t != first for t in without[0]))
 

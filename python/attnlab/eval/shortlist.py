@@ -22,37 +22,13 @@ from attnlab.eval.bleu import scores_for
 from attnlab.gguf import bahdanau, transformer as transformer_gguf
 from attnlab.gguf.common import TRAINING_CORPUS_KEY
 from attnlab.gguf.reader import read_gguf_tensors
-from attnlab.nn import decoding
-
-
-def masked(step, allowed):
-    """A decoder step whose logits outside `allowed` (bool [V]) are -inf."""
-    def run(prev, state):
-        logits, state, *extras = step(prev, state)
-        return (logits.masked_fill(~allowed, float("-inf")), state, *extras)
-    return run
-
-
-def beam_decode(family, model, src, src_len, beam, allowed=None):
-    """attnlab.nn.{transformer,seq2seq_rnn}.beam_search, optionally inside a shortlist."""
-    B = src_len.size(0)
-    expand = torch.arange(B).repeat_interleave(beam)
-    if family == "transformer":
-        memory, pad, _ = model.encode(src)
-        step, state = model.step, model.start_state(memory.index_select(0, expand), pad.index_select(0, expand))
-        reorder = model.select_state
-    else:
-        enc = model.encode(src, src_len).index_select(expand)
-        step, state = (lambda prev, s: model.decode_step(prev, s, enc)), enc.s0
-        reorder = lambda s, rows: s.index_select(0, rows)  # noqa: E731
-    if allowed is not None:
-        step = masked(step, allowed)
-    return decoding.beam_search(step, state, reorder, src_len, beam=beam)
+from attnlab.nn import seq2seq_rnn, transformer
 
 
 @torch.no_grad()
 def compare(family, model, sp_src, sp_tgt, lines, shortlist, paragraph, beam):
-    """-> (full outputs, shortlisted outputs, union sizes), paragraph by paragraph in order."""
+    """family: attnlab.nn.transformer or .seq2seq_rnn -> (full outputs, shortlisted outputs, union sizes),
+    paragraph by paragraph in order."""
     model.eval()
     vocab = sp_tgt.vocab_size()
     full, short, sizes = [], [], []
@@ -63,8 +39,8 @@ def compare(family, model, sp_src, sp_tgt, lines, shortlist, paragraph, beam):
         allowed = torch.zeros(vocab, dtype=torch.bool)
         allowed[torch.from_numpy(union).long()] = True
         sizes.append(len(union))
-        full += [sp_tgt.decode(h) for h in beam_decode(family, model, src, lens, beam)]
-        short += [sp_tgt.decode(h) for h in beam_decode(family, model, src, lens, beam, allowed)]
+        full += [sp_tgt.decode(h) for h in family.beam_search(model, src, lens, beam=beam)]
+        short += [sp_tgt.decode(h) for h in family.beam_search(model, src, lens, beam=beam, allowed=allowed)]
     return full, short, sizes
 
 
@@ -81,8 +57,8 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     meta, _ = read_gguf_tensors(args.model)
     arch = meta.get("general.architecture")
-    family, loader = {transformer_gguf.ARCH: ("transformer", transformer_gguf.load),
-                      bahdanau.ARCH: ("rnn", bahdanau.load)}.get(arch, (None, None))
+    family, loader = {transformer_gguf.ARCH: (transformer, transformer_gguf.load),
+                      bahdanau.ARCH: (seq2seq_rnn, bahdanau.load)}.get(arch, (None, None))
     if family is None:
         sys.exit(f"{args.model}: a {arch} file; the shortlist is measured on translators (Transformer, Bahdanau)")
     model, pair = loader(args.model)
@@ -92,13 +68,14 @@ def main(argv=None):
     shortlist = Shortlist.load(args.shortlist)
     t0 = time.time()
     full, short, sizes = compare(family, model, sp_src, sp_tgt, src, shortlist, args.paragraph, args.beam)
+    union_mean = sum(sizes) / max(1, len(sizes))
     print(json.dumps({"model": args.model, "split": args.split, "corpus": paths["data_corpus"], "beam": args.beam,
                       "paragraph": args.paragraph, "sentences": len(src),
                       "full": scores_for(paths["tgt_lang"], full, ref),
                       "shortlist": scores_for(paths["tgt_lang"], short, ref),
                       "same_output": round(100.0 * sum(a == b for a, b in zip(full, short)) / max(1, len(src)), 2),
-                      "union_mean": round(sum(sizes) / max(1, len(sizes)), 1), "vocab": sp_tgt.vocab_size(),
-                      "rows_share": round(sum(sizes) / max(1, len(sizes)) / sp_tgt.vocab_size(), 4),
+                      "union_mean": round(union_mean, 1), "vocab": sp_tgt.vocab_size(),
+                      "rows_share": round(union_mean / sp_tgt.vocab_size(), 4),
                       "seconds": round(time.time() - t0, 1)}))
 
 

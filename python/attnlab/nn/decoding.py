@@ -79,8 +79,9 @@ def greedy_search(step: Callable, state, src_len, max_len_a=1.5, max_len_b=10, o
 
 
 def beam_search(step: Callable, state, reorder: Callable, src_len, beam=5, alpha=1.0,
-                max_len_a=1.5, max_len_b=10, no_repeat_ngram=0) -> List[List[int]]:
-    """Batched beam search over B sentences with K = beam rows each.
+                max_len_a=1.5, max_len_b=10, no_repeat_ngram=0, allowed=None) -> List[List[int]]:
+    """Batched beam search over B sentences with K = beam rows each. allowed (bool [V], optional): the only tokens
+    it may write, a vocabulary shortlist; the log-softmax then normalizes over them (attnlab.eval.shortlist).
 
     step(prev [B*K], state) -> (logits [B*K,V], state, ...); reorder(state, rows LongTensor [B*K]) -> state whose
     row i is the old row rows[i]. `state` starts with every sentence repeated K times (rows b*K .. b*K+K-1).
@@ -96,6 +97,8 @@ def beam_search(step: Callable, state, reorder: Callable, src_len, beam=5, alpha
     done = [False] * B
     for step_index in range(max(max_lens)):
         logits, state = step(prev, state)[:2]
+        if allowed is not None:
+            logits = logits.masked_fill(~allowed, float("-inf"))
         logp = torch.log_softmax(logits.float(), dim=-1)                         # [B*K,V]
         if no_repeat_ngram >= 2 and history.size(1) >= no_repeat_ngram - 1:
             ban_repeated_ngrams(logp, history.tolist(), no_repeat_ngram)

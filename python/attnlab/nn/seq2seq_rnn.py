@@ -192,8 +192,9 @@ def greedy_decode(model: Seq2SeqRNN, src, src_len, max_len_a=1.5, max_len_b=10,
 
 @torch.no_grad()
 def beam_search(model: Seq2SeqRNN, src, src_len, beam=5, alpha=1.0,
-                max_len_a=1.5, max_len_b=10, no_repeat_ngram=0) -> List[List[int]]:
-    """Batched beam search. Hypotheses are ranked by sum(log p) / len^alpha (len counts EOS).
+                max_len_a=1.5, max_len_b=10, no_repeat_ngram=0, allowed=None) -> List[List[int]]:
+    """Batched beam search. Hypotheses are ranked by sum(log p) / len^alpha (len counts EOS); allowed: a
+    vocabulary shortlist, as attnlab.nn.decoding.beam_search takes it.
 
     A sentence stops once it has `beam` finished hypotheses or reaches max_len_a*|src|+max_len_b
     tokens; then unfinished beams compete too.
@@ -204,4 +205,5 @@ def beam_search(model: Seq2SeqRNN, src, src_len, beam=5, alpha=1.0,
     enc = enc.index_select(torch.arange(B).repeat_interleave(beam))   # fixed per row: only s is reordered
     return decoding.beam_search(lambda prev, s: model.decode_step(prev, s, enc), enc.s0,
                                 lambda s, rows: s.index_select(0, rows), src_len, beam=beam, alpha=alpha,
-                                max_len_a=max_len_a, max_len_b=max_len_b, no_repeat_ngram=no_repeat_ngram)
+                                max_len_a=max_len_a, max_len_b=max_len_b, no_repeat_ngram=no_repeat_ngram,
+                                allowed=allowed)

@@ -290,7 +290,7 @@ def greedy_decode(model: Transformer, src, src_len, max_len_a=1.5, max_len_b=10,
 
 
 @torch.no_grad()
-def beam_search(model: Transformer, src, src_len, beam=5, alpha=1.0, max_len_a=1.5, max_len_b=10):
+def beam_search(model: Transformer, src, src_len, beam=5, alpha=1.0, max_len_a=1.5, max_len_b=10, allowed=None):
     """Batched beam search, hypotheses ranked by sum(log p) / len^alpha (len counts EOS); the same
     algorithm as attnlab.nn.seq2seq_rnn's beam_search (top 2K candidates; a sentence stops once it has
     `beam` finished hypotheses or reaches max_len_a*|src|+max_len_b tokens)."""
@@ -300,4 +300,4 @@ def beam_search(model: Transformer, src, src_len, beam=5, alpha=1.0, max_len_a=1
     expand = torch.arange(B).repeat_interleave(K)
     state = model.start_state(memory.index_select(0, expand), pad.index_select(0, expand))
     return decoding.beam_search(model.step, state, model.select_state, src_len, beam=beam, alpha=alpha,
-                                max_len_a=max_len_a, max_len_b=max_len_b)
+                                max_len_a=max_len_a, max_len_b=max_len_b, allowed=allowed)
