@@ -13,7 +13,9 @@
 //
 //   PYTHONPATH=python node bench/bench_translate.mjs [--quick] [--sentences N] [--paragraphs N] [--rnn F16.gguf]
 //       [--rnn-q8 Q8.gguf] [--transformer F16.gguf] [--transformer-q8 Q8.gguf] [--no-browser] [--paragraphs-only]
-// (--paragraphs-only runs the paragraph benchmark alone.)
+//       [--shortlist SHORTLIST.gguf | --no-shortlist]
+// (--paragraphs-only runs the paragraph benchmark alone; the paragraphs also run attnlab q8_0 with the EN→DE
+// shortlist, models/weights/en-de.shortlist.gguf, unless --no-shortlist.)
 // (its Python imports the attnlab package from python/; bench/run.sh sets PYTHONPATH for every benchmark)
 //
 // Builds nothing (bench/run.sh builds first). Exports the ONNX graphs (bench/export_onnx.py -> build/bench/)
@@ -43,7 +45,8 @@ function parseArgs(argv) {
   const args = { quick: false, browser: true, sentences: 0, paragraphs: 0,
                  rnn: 'models/weights/bahdanau-en-de.f16.gguf', rnnQ8: 'models/weights/bahdanau-en-de.q8_0.gguf',
                  transformer: 'models/weights/transformer-en-de.f16.gguf',
-                 transformerQ8: 'models/weights/transformer-en-de.q8_0.gguf' };
+                 transformerQ8: 'models/weights/transformer-en-de.q8_0.gguf',
+                 shortlist: 'models/weights/en-de.shortlist.gguf' };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
@@ -58,6 +61,8 @@ function parseArgs(argv) {
     else if (a === '--transformer') args.transformer = value();
     else if (a === '--transformer-q8') args.transformerQ8 = value();
     else if (a === '--paragraphs') args.paragraphs = Number(value());
+    else if (a === '--shortlist') args.shortlist = value();
+    else if (a === '--no-shortlist') args.shortlist = null;
     else if (a === '--paragraphs-only') args.paragraphsOnly = true;
     else if (a === '--child') args.child = value();
     else if (a === '--job') args.job = value();
@@ -217,6 +222,10 @@ async function paragraphPage(models, paragraphs, threads) {
     files[`${m.kind}.gguf`] = abs(m.gguf);
     files[`${m.kind}.q8.gguf`] = abs(m.q8);
     const entry = { kind: m.kind, gguf: `/files/${m.kind}.gguf`, q8: `/files/${m.kind}.q8.gguf`, info: m.info, ort: {} };
+    if (m.shortlist) {
+      files[`${m.kind}.shortlist.gguf`] = abs(m.shortlist);
+      entry.shortlist = `/files/${m.kind}.shortlist.gguf`;
+    }
     for (const [precision, suffix] of [['f32', ''], ['int8', '.int8']]) {
       const graphs = {};
       for (const [role, graph] of Object.entries(BEAM_GRAPHS[m.kind])) {
@@ -393,7 +402,8 @@ async function runParagraphs(args, models, sourceFile, paragraphHarness) {
     const texts = allSources.slice(p * PARAGRAPH_SENTENCES, (p + 1) * PARAGRAPH_SENTENCES);
     return { texts, words: texts.reduce((n, t) => n + paragraphHarness.wordCount(t), 0) };
   });
-  const paragraphModels = [{ ...models[0], q8: args.rnnQ8 }, { ...models[1], q8: args.transformerQ8 }];
+  const paragraphModels = [{ ...models[0], q8: args.rnnQ8, shortlist: args.shortlist },
+                           { ...models[1], q8: args.transformerQ8, shortlist: args.shortlist }];
   const pages = {};
   if (args.browser) {
     for (const threads of [1, 2]) {

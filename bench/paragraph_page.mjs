@@ -1,5 +1,5 @@
 // Headless Chromium side of the paragraph benchmark (driven by bench/bench_translate.mjs): per model, attnlab
-// (f32 and q8_0 weights) and onnxruntime-web (f32 and dynamic-int8 graphs) translate the same 8-sentence
+// (f32 and q8_0 weights, and q8_0 with the pair's shortlist where the config names one) and onnxruntime-web (f32 and dynamic-int8 graphs) translate the same 8-sentence
 // paragraphs with beam 4, interleaved paragraph by paragraph, in the page's thread. Both engines fix their thread
 // count once per realm (ORT starts its pool with the first session, attnlab loads its single-thread or threaded
 // build with the first model: env.threads), so the driver opens one page per thread count, both engines at it.
@@ -32,6 +32,11 @@ async function main() {
       attnlabParagraphRunner({ name: `attnlab_f32_t${config.threads}`, loadModel, bytes: f32, loadOptions }),
       attnlabParagraphRunner({ name: `attnlab_q8_t${config.threads}`, loadModel, bytes: q8, loadOptions }),
     ];
+    if (model.shortlist) {
+      const shortlist = await bytesOf(model.shortlist);
+      runners.push(attnlabParagraphRunner({ name: `attnlab_q8_shortlist_t${config.threads}`, loadModel, bytes: q8,
+                                            loadOptions: { ...loadOptions, shortlist } }));
+    }
     for (const [name, graphs] of Object.entries(model.ort))
       runners.push(ortParagraphRunner({ name: `ort_${name}_t${config.threads}`, ort, kind: model.kind, info: model.info,
                                         encoderBytes: await bytesOf(graphs.encoder), decoderBytes: await bytesOf(graphs.decoder),

@@ -11,7 +11,8 @@
 #      Chromium (batch-1 greedy, same f32 weights), native vs PyTorch eager, where attnlab's per-token time goes,
 #      and the paragraph benchmark (test2016 in 8-sentence paragraphs, beam 4, each engine at its best, BLEU next to
 #      words/s; docs/performance.md); options --sentences N, --paragraphs N, --rnn F, --rnn-q8 F, --transformer F,
-#      --transformer-q8 F, --no-browser, --paragraphs-only.
+#      --transformer-q8 F, --shortlist F (default models/weights/en-de.shortlist.gguf: attnlab q8_0 with it is one more
+#      paragraph engine), --no-shortlist, --no-browser, --paragraphs-only.
 # --quick: the kernel benchmark runs once instead of three times and the translation benchmark on 50 sentences
 # (25 in Chromium) and 6 paragraphs; it finishes within 10 minutes on the 2-core machine. The LAST line printed is
 # the translation benchmark's JSON.
@@ -26,8 +27,8 @@ quick=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; translate_args+=(--quick) ;;
-    --no-browser|--paragraphs-only) translate_args+=("$1") ;;
-    --sentences|--paragraphs|--rnn|--rnn-q8|--transformer|--transformer-q8)
+    --no-browser|--paragraphs-only|--no-shortlist) translate_args+=("$1") ;;
+    --sentences|--paragraphs|--rnn|--rnn-q8|--transformer|--transformer-q8|--shortlist)
       translate_args+=("$1" "$2"); shift ;;
     *) kernel_args+=("$1") ;;
   esac

@@ -48,15 +48,22 @@ for (const entry of manifest.models) {
   ids.add(entry.id);
   if (!entry.file.startsWith('models/')) throw new Error(`${entry.id}: file must be repo-relative under models/`);
   checkSelfAttention(entry);
-  const path = resolve(repoRoot, entry.file);
-  const bytes = (await stat(path)).size;  // throws for a file that does not exist
-  const sha256 = await sha256Of(path);
-  if (entry.bytes !== bytes || entry.sha256 !== sha256) {
-    stale += 1;
-    console.log(`make_manifest: ${entry.id}: ${check ? 'stale' : 'updated'} (${bytes} bytes)`);
+  // The weights, and a translator's shortlist file ({ file, bytes, sha256 }) when the entry names one.
+  for (const [what, item] of [[entry.id, entry], [`${entry.id} shortlist`, entry.shortlist]]) {
+    if (item === undefined) continue;
+    if (item !== entry && (entry.task !== 'translate' || typeof item?.file !== 'string' || !item.file.startsWith('models/'))) {
+      throw new Error(`${entry.id}: shortlist must be { file } under models/, on a translate entry`);
+    }
+    const path = resolve(repoRoot, item.file);
+    const bytes = (await stat(path)).size;  // throws for a file that does not exist
+    const sha256 = await sha256Of(path);
+    if (item.bytes !== bytes || item.sha256 !== sha256) {
+      stale += 1;
+      console.log(`make_manifest: ${what}: ${check ? 'stale' : 'updated'} (${bytes} bytes)`);
+    }
+    item.bytes = bytes;
+    item.sha256 = sha256;
   }
-  entry.bytes = bytes;
-  entry.sha256 = sha256;
 }
 if (check) {
   if (stale) process.exit(1);

@@ -50,13 +50,16 @@ async function packModel(name, { manifest, manifestPath, out, dtypes, version })
   await mkdir(join(stage, 'models'), { recursive: true });
   const entries = [];
   for (const entry of family) {
-    const bytes = await readFile(join(root, entry.file));
-    // The package carries what the manifest promises, or nothing: a stale entry would fail every SHA-256 check.
-    if (entry.bytes !== bytes.length || entry.sha256 !== sha256Of(bytes)) {
-      throw new Error(`${entry.id}: ${entry.file} does not match its manifest entry (run node scripts/make_manifest.mjs)`);
+    // The weights and any shortlist the entry names.
+    for (const item of [entry, entry.shortlist].filter(Boolean)) {
+      const bytes = await readFile(join(root, item.file));
+      // The package carries what the manifest promises, or nothing: a stale entry would fail every SHA-256 check.
+      if (item.bytes !== bytes.length || item.sha256 !== sha256Of(bytes)) {
+        throw new Error(`${entry.id}: ${item.file} does not match its manifest entry (run node scripts/make_manifest.mjs)`);
+      }
+      await mkdir(dirname(join(stage, item.file)), { recursive: true });
+      await copyFile(join(root, item.file), join(stage, item.file));
     }
-    await mkdir(dirname(join(stage, entry.file)), { recursive: true });
-    await copyFile(join(root, entry.file), join(stage, entry.file));
     entries.push(entry);
   }
   await writeFile(join(stage, 'models/manifest.json'), `${JSON.stringify({ models: entries }, null, 2)}\n`);

@@ -7,6 +7,7 @@
 #include "attnlab/audio/features.hpp"
 #include "attnlab/audio/flac.hpp"
 #include "attnlab/decode/search.hpp"
+#include "attnlab/decode/shortlist.hpp"
 #include "attnlab/decode/sentences.hpp"
 #include "attnlab/error.hpp"
 #include "attnlab/image/preprocess.hpp"
@@ -125,8 +126,42 @@ struct Model::Impl {
         target_tokenizer = text::Tokenizer::from_gguf(file, "target");
         check(source_tokenizer->vocab_size() == source_vocab && target_tokenizer->vocab_size() == target_vocab,
               "the tokenizers' vocabularies do not match the model's embedding tables");
+        source_fingerprint = decode::vocab_fingerprint(file.get_string_array("tokenizer.source.tokens"));
+        target_fingerprint = decode::vocab_fingerprint(file.get_string_array("tokenizer.target.tokens"));
     }
+
+    // What a translation shortlist must have been made for (decode::vocab_fingerprint of the tokenizers' pieces).
+    uint64_t source_fingerprint = 0, target_fingerprint = 0;
 };
+
+namespace {
+
+// Every error of reading a shortlist file is about the file (ErrorKind::model), named as a shortlist's.
+template <class Read>
+std::shared_ptr<const decode::Shortlist> read_shortlist(Read&& read) {
+    try {
+        return std::make_shared<const decode::Shortlist>(decode::load_shortlist(read()));
+    } catch (const Error& e) {
+        fail(std::string("shortlist: ") + e.what(), ErrorKind::model);
+    }
+}
+
+}  // namespace
+
+Shortlist Shortlist::from_bytes(std::vector<uint8_t> bytes) {
+    Shortlist shortlist;
+    shortlist.table_ = read_shortlist([&] { return gguf::File::from_bytes(std::move(bytes)); });
+    return shortlist;
+}
+
+Shortlist Shortlist::open(const std::string& path) {
+    Shortlist shortlist;
+    shortlist.table_ = read_shortlist([&] { return gguf::File::open(path); });
+    return shortlist;
+}
+
+int Shortlist::per_source() const { return table_->per_source; }
+int Shortlist::frequent() const { return static_cast<int>(table_->frequent.size()); }
 
 Model Model::from_bytes(std::vector<uint8_t> bytes) {
     Model model;
@@ -372,8 +407,14 @@ std::vector<int32_t> source_ids(const Translator& model, const text::Tokenizer& 
 }
 
 template <class Translator>
+std::vector<Translation> translate_texts(const Translator& model, Tokenizers tokenizers,
+                                         const std::vector<std::string>& texts, const TranslateOptions& options);
+
+template <class Translator>
 Translation translate_text(const Translator& model, Tokenizers tokenizers, const std::string& text,
                            const TranslateOptions& options) {
+    // A shortlist restricts the batched decoders, which decode one sentence as the one-sentence path does.
+    if (options.shortlist) return std::move(translate_texts(model, tokenizers, {text}, options).front());
     const decode::SearchOptions search = search_options(options);
     Translation result;
     result.source_ids = source_ids(model, tokenizers.source, text);
@@ -400,6 +441,8 @@ std::vector<Translation> translate_texts(const Translator& model, Tokenizers tok
     using Encoded = typename Family<Translator>::Encoded;
     const decode::SearchOptions search = search_options(options);
     std::vector<Translation> results(texts.size());
+    check(!(options.query_key && options.shortlist), "queryKey and shortlist cannot be asked together",
+          ErrorKind::options);
     if (options.query_key) {  // the query/key extra comes from the one-sentence path only
         for (std::size_t i = 0; i < texts.size(); ++i) {
             try {
@@ -432,8 +475,16 @@ std::vector<Translation> translate_texts(const Translator& model, Tokenizers tok
         });
         std::vector<const Encoded*> sentences;
         for (const Encoded& sentence : encoded) sentences.push_back(&sentence);
-        std::vector<decode::Hypothesis> best =
-            decode::search_sentences(typename Family<Translator>::SentencesDecoder(model, sentences), search);
+        std::optional<decode::Columns> columns;
+        if (options.shortlist) {
+            std::vector<const std::vector<int32_t>*> sources;
+            for (int i : bucket) sources.push_back(&results[i].source_ids);
+            columns.emplace(decode::shortlist_union(options.shortlist->table(), sources, model.eos,
+                                                    model.config.target_vocab),
+                            model.config.target_vocab);
+        }
+        std::vector<decode::Hypothesis> best = decode::search_sentences(
+            typename Family<Translator>::SentencesDecoder(model, sentences, columns ? &*columns : nullptr), search);
         for (std::size_t k = 0; k < bucket.size(); ++k) {
             Translation& result = results[bucket[k]];
             take_hypothesis(result, std::move(best[k]), tokenizers, source_eos(model), search);
@@ -445,9 +496,21 @@ std::vector<Translation> translate_texts(const Translator& model, Tokenizers tok
 
 }  // namespace
 
+void Model::check_shortlist(const Shortlist& shortlist) const {
+    const Impl& m = *impl_;
+    check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate, so it takes no shortlist",
+          ErrorKind::task);
+    const decode::Shortlist& table = shortlist.table();
+    check(table.source_fingerprint == m.source_fingerprint && table.target_fingerprint == m.target_fingerprint,
+          "this shortlist was made for other vocabularies than this model's (" + m.architecture +
+              "): use the shortlist of the model's language pair",
+          ErrorKind::model);
+}
+
 Translation Model::translate(const std::string& text, const TranslateOptions& options) const {
     const Impl& m = *impl_;
     check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate", ErrorKind::task);
+    if (options.shortlist) check_shortlist(*options.shortlist);
     const Tokenizers tokenizers{*m.source_tokenizer, *m.target_tokenizer};
     return m.rnn ? translate_text(*m.rnn, tokenizers, text, options)
                  : translate_text(*m.transformer, tokenizers, text, options);
@@ -456,6 +519,7 @@ Translation Model::translate(const std::string& text, const TranslateOptions& op
 std::vector<Translation> Model::translate(const std::vector<std::string>& texts, const TranslateOptions& options) const {
     const Impl& m = *impl_;
     check(m.rnn || m.transformer, "this model (" + m.architecture + ") cannot translate", ErrorKind::task);
+    if (options.shortlist) check_shortlist(*options.shortlist);
     const Tokenizers tokenizers{*m.source_tokenizer, *m.target_tokenizer};
     return m.rnn ? translate_texts(*m.rnn, tokenizers, texts, options)
                  : translate_texts(*m.transformer, tokenizers, texts, options);

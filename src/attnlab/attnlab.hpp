@@ -14,6 +14,28 @@ namespace attnlab {
 namespace gguf {
 class File;
 }
+namespace decode {
+struct Shortlist;
+}
+
+// A translation shortlist (models/weights/<pair>.shortlist.gguf, made by `python -m attnlab.data.shortlist`): for
+// each source piece the target pieces its translations use most, and the most frequent target pieces. Translating
+// with one scores only the union of those over a batch's sentences (a tenth to a quarter of a 10,000-piece
+// vocabulary), so the output projection, the softmax and the beam's choices shrink in proportion; the BLEU it costs
+// is measured in docs/performance.md. Cheap to copy (shared, immutable). Made for a pair of vocabularies: any
+// translator with those tokenizers takes it.
+class Shortlist {
+public:
+    // Throw attnlab::Error (ErrorKind::model) for a file that is not a shortlist.
+    static Shortlist from_bytes(std::vector<uint8_t> bytes);
+    static Shortlist open(const std::string& path);
+    int per_source() const;  // target pieces per source piece
+    int frequent() const;    // target pieces every union holds
+    const decode::Shortlist& table() const { return *table_; }
+
+private:
+    std::shared_ptr<const decode::Shortlist> table_;
+};
 
 struct EngineInfo {
     std::string version;  // the project version, e.g. "0.1.0"
@@ -37,6 +59,9 @@ struct TranslateOptions {
     bool all_layers = false;    // Transformers: also return every decoder layer's and head's attention
                                 // (Translation::decoder_self_attention, cross_attention), one more decoder pass
                                 // over the chosen output
+    const Shortlist* shortlist = nullptr;  // score only the shortlist's union over the sentences decoded together
+                                           // (null: the whole vocabulary); made for the model's vocabularies, else
+                                           // Error (ErrorKind::model); not with query_key
 };
 
 // The n-gram size a translation may not repeat unless the caller says otherwise: it stops the loops a model falls
@@ -269,6 +294,9 @@ public:
     // each weight once per step. Every text is checked first; a bad one throws what translate(text) throws, its
     // message prefixed with "texts[i]: ", and nothing is translated.
     std::vector<Translation> translate(const std::vector<std::string>& texts, const TranslateOptions& options = {}) const;
+    // Throws attnlab::Error (ErrorKind::model) unless the shortlist was made for this translator's vocabularies
+    // (what translate() checks of TranslateOptions::shortlist; front ends check once, on loading it).
+    void check_shortlist(const Shortlist& shortlist) const;
 
     // Captions an RGBA image (width × height × 4 bytes, row-major, any size; alpha is ignored). Throws
     // attnlab::Error for a model that cannot caption (or has no image encoder), a bad size or bad options.

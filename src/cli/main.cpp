@@ -11,6 +11,7 @@
 #include <exception>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,7 +46,8 @@ constexpr Command kCommands[] = {
     {"info",
      "  info --model FILE                         the model's metadata\n"},
     {"translate",
-     "  translate --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--batch N] [--json] [TEXT...]\n"
+     "  translate --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--batch N] [--shortlist FILE]\n"
+     "            [--json] [TEXT...]\n"
      "                                            translate TEXT, or each line of stdin when no TEXT is given;\n"
      "                                            a terminal also gets the alignment as a text heatmap\n"
      "                                            (--beam 1..64, --max-length 0 (automatic)..1000,\n"
@@ -53,7 +55,8 @@ constexpr Command kCommands[] = {
      "                                            whole stdin lines already waiting are translated together,\n"
      "                                            up to --batch 1..256 at once (default 16), as one by one\n"
      "                                            (f16/f32 weights: up to float rounding); a bad line gets its\n"
-     "                                            error in its place\n"},
+     "                                            error in its place; --shortlist: score only the target pieces\n"
+     "                                            a shortlist file gives for the input (faster; docs/decoding.md)\n"},
     {"caption",
      "  caption --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--recognize] [--json] IMAGE...\n"
      "                                            caption JPEG/PNG images, one line per image\n"
@@ -89,6 +92,7 @@ struct Flag {
 
 struct Arguments {
     std::string model;
+    std::string shortlist;
     Flag beam, max_length, no_repeat_ngram, ctc_weight, batch;
     bool json = false;
     bool recognize = false;
@@ -128,6 +132,7 @@ Arguments parse(const std::vector<std::string>& args) {
             f.given = true;
         };
         if (a == "--model" || a == "-m") out.model = value();
+        else if (a == "--shortlist") out.shortlist = value();
         else if (a == "--beam") flag(out.beam);
         else if (a == "--max-length") flag(out.max_length);
         else if (a == "--no-repeat-ngram") flag(out.no_repeat_ngram);
@@ -152,6 +157,8 @@ void refuse_flags(const Arguments& args, const std::string& command, bool beam, 
     for (const auto& [name, refused] : flags)
         attnlab::check(!refused, command + " takes no " + name + " (attnlab " + command + " --help)",
                        attnlab::ErrorKind::options);
+    attnlab::check(args.shortlist.empty() || command == "translate",
+                   command + " takes no --shortlist (attnlab " + command + " --help)", attnlab::ErrorKind::options);
     attnlab::check(!args.recognize || command == "caption",
                    command + " takes no --recognize (attnlab " + command + " --help)", attnlab::ErrorKind::options);
 }
@@ -370,6 +377,12 @@ int run_translate(const Arguments& args) {
     }
     attnlab::check(!args.model.empty(), "translate needs --model FILE");
     const attnlab::Model model = attnlab::Model::open(args.model);
+    std::optional<attnlab::Shortlist> shortlist;
+    if (!args.shortlist.empty()) {
+        shortlist = attnlab::Shortlist::open(args.shortlist);
+        model.check_shortlist(*shortlist);
+        options.shortlist = &*shortlist;
+    }
     const bool heatmap = !args.json && isatty(STDOUT_FILENO);
 
     auto print = [&](const attnlab::Translation& t) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -206,17 +207,37 @@ public:
 
     val translate_with_layers(const std::string& text, int beam, int max_length, int no_repeat_ngram,
                               bool beam_tree, bool query_key, bool raw_scores, bool all_layers) const {
+        return translate_with_shortlist(text, beam, max_length, no_repeat_ngram, beam_tree, query_key, raw_scores,
+                                        all_layers, false);
+    }
+
+    val translate_with_shortlist(const std::string& text, int beam, int max_length, int no_repeat_ngram,
+                                 bool beam_tree, bool query_key, bool raw_scores, bool all_layers,
+                                 bool use_shortlist) const {
         return guarded(attnlab::ErrorKind::input, [&] {
-            attnlab::TranslateOptions options;
-            options.beam = beam;
-            options.max_length = max_length;
-            options.no_repeat_ngram = no_repeat_ngram;
-            options.beam_tree = beam_tree;
-            options.query_key = query_key;
-            options.raw_scores = raw_scores;
-            options.all_layers = all_layers;
+            const attnlab::TranslateOptions options = translate_options(beam, max_length, no_repeat_ngram, beam_tree,
+                                                                        query_key, raw_scores, all_layers, use_shortlist);
             return to_translation(model_.translate(text, options), beam_tree);
         });
+    }
+
+    // The shortlist (a shortlist file's bytes) translate() uses when asked; replaces any loaded before.
+    void set_shortlist(ByteBuffer& buffer) {
+        guarded(attnlab::ErrorKind::model, [&] {
+            attnlab::Shortlist shortlist = attnlab::Shortlist::from_bytes(buffer.take());
+            model_.check_shortlist(shortlist);
+            shortlist_ = std::move(shortlist);
+            return 0;
+        });
+    }
+
+    // { perSource, frequent } of the loaded shortlist, or null.
+    val shortlist_info() const {
+        if (!shortlist_) return val::null();
+        val out = val::object();
+        out.set("perSource", shortlist_->per_source());
+        out.set("frequent", shortlist_->frequent());
+        return out;
     }
 
     // texts: an array of strings -> an array of what translate() returns for each, translated together
@@ -235,6 +256,13 @@ public:
 
     val translate_many_with_layers(const val& texts, int beam, int max_length, int no_repeat_ngram, bool beam_tree,
                                    bool query_key, bool raw_scores, bool all_layers) const {
+        return translate_many_with_shortlist(texts, beam, max_length, no_repeat_ngram, beam_tree, query_key,
+                                             raw_scores, all_layers, false);
+    }
+
+    val translate_many_with_shortlist(const val& texts, int beam, int max_length, int no_repeat_ngram,
+                                      bool beam_tree, bool query_key, bool raw_scores, bool all_layers,
+                                      bool use_shortlist) const {
         return guarded(attnlab::ErrorKind::input, [&] {
             attnlab::check(texts.isArray(), "the texts must be an array of strings");
             const std::size_t count = texts["length"].as<std::size_t>();
@@ -244,14 +272,8 @@ public:
                 attnlab::check(item.isString(), "texts[" + std::to_string(i) + "]: the text must be a string");
                 items[i] = item.as<std::string>();
             }
-            attnlab::TranslateOptions options;
-            options.beam = beam;
-            options.max_length = max_length;
-            options.no_repeat_ngram = no_repeat_ngram;
-            options.beam_tree = beam_tree;
-            options.query_key = query_key;
-            options.raw_scores = raw_scores;
-            options.all_layers = all_layers;
+            const attnlab::TranslateOptions options = translate_options(beam, max_length, no_repeat_ngram, beam_tree,
+                                                                        query_key, raw_scores, all_layers, use_shortlist);
             const std::vector<attnlab::Translation> translations = model_.translate(items, options);
             val out = val::array();
             for (std::size_t i = 0; i < translations.size(); ++i) out.set(i, to_translation(translations[i], beam_tree));
@@ -336,7 +358,25 @@ public:
     }
 
 private:
+    attnlab::TranslateOptions translate_options(int beam, int max_length, int no_repeat_ngram, bool beam_tree,
+                                                bool query_key, bool raw_scores, bool all_layers,
+                                                bool use_shortlist) const {
+        attnlab::check(!use_shortlist || shortlist_.has_value(),
+                       "no shortlist is loaded (loadModel's shortlist option)", attnlab::ErrorKind::options);
+        attnlab::TranslateOptions options;
+        options.beam = beam;
+        options.max_length = max_length;
+        options.no_repeat_ngram = no_repeat_ngram;
+        options.beam_tree = beam_tree;
+        options.query_key = query_key;
+        options.raw_scores = raw_scores;
+        options.all_layers = all_layers;
+        options.shortlist = use_shortlist ? &*shortlist_ : nullptr;
+        return options;
+    }
+
     attnlab::Model model_;
+    std::optional<attnlab::Shortlist> shortlist_;
 };
 
 }  // namespace
@@ -355,9 +395,13 @@ EMSCRIPTEN_BINDINGS(attnlab) {
         .function("translate", &JsModel::translate_with_extras)
         .function("translate", &JsModel::translate_with_scores)
         .function("translate", &JsModel::translate_with_layers)
+        .function("translate", &JsModel::translate_with_shortlist)
+        .function("setShortlist", &JsModel::set_shortlist)
+        .function("shortlistInfo", &JsModel::shortlist_info)
         .function("translateMany", &JsModel::translate_many)
         .function("translateMany", &JsModel::translate_many_with_scores)
         .function("translateMany", &JsModel::translate_many_with_layers)
+        .function("translateMany", &JsModel::translate_many_with_shortlist)
         .function("caption", &JsModel::caption)
         .function("caption", &JsModel::caption_with_tree)
         .function("caption", &JsModel::caption_with_extras)

@@ -414,7 +414,7 @@ TEST_CASE("gguf: corrupt tensor infos are rejected") {
     CHECK_PARSE_FAILS(bytes, "too many elements");
     bytes = good;
     put_u32(bytes, f32_info.type, 2);
-    CHECK_PARSE_FAILS(bytes, "tensor 't.f32' has ggml type 2 (q4_0); attnlab reads only f32, f16, q8_0 and i8");
+    CHECK_PARSE_FAILS(bytes, "tensor 't.f32' has ggml type 2 (q4_0); attnlab reads only f32, f16, q8_0, i8 and i32");
     bytes = good;
     put_u32(bytes, f32_info.type, 1000);
     CHECK_PARSE_FAILS(bytes, "ggml type 1000 (unknown)");
@@ -462,6 +462,28 @@ TEST_CASE("gguf: i8 tensors are read only with a scale (load_i8_affine), never a
                          Error);
     CHECK_THROWS_WITH_AS(file.load_i8_affine("t.f16", file.tensor("t.f16").shape, 1.0, 0.0), doctest::Contains("'t.f16' is f16, expected i8"),
                          Error);
+}
+
+TEST_CASE("gguf: i32 tensors hold integers (load_i32), never weights") {
+    // Retyping tiny.gguf's f32 tensor as i32 keeps the file valid (four bytes per element, as f32), and its bytes
+    // become the integers.
+    auto bytes = read_bytes(fixture("tiny.gguf"));
+    const InfoFields info = info_fields(bytes, "t.f32");
+    put_u32(bytes, info.type, 26);
+    const File file = File::from_bytes(bytes);
+    const auto& tensor = file.tensor("t.f32");
+    REQUIRE(tensor.type == TensorType::i32);
+    CHECK(std::string(attnlab::gguf::type_name(tensor.type)) == "i32");
+    CHECK(tensor.n_bytes == 4 * uint64_t(tensor.n_elements));
+    const std::vector<int32_t> values = file.load_i32("t.f32", {2, -1});
+    REQUIRE(values.size() == std::size_t(tensor.n_elements));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        int32_t expected;
+        std::memcpy(&expected, tensor.data + 4 * i, 4);
+        CHECK(values[i] == expected);
+    }
+    CHECK_THROWS_WITH_AS(file.load_f32_flat("t.f32"), doctest::Contains("'t.f32' is i32"), Error);
+    CHECK_THROWS_WITH_AS(file.load_i32("t.f16", {-1}), doctest::Contains("'t.f16' is f16, expected i32"), Error);
 }
 
 TEST_CASE("gguf: duplicate tensor names are rejected") {

@@ -50,6 +50,31 @@ class BuildTest(unittest.TestCase):
             np.testing.assert_array_equal(back.table, shortlist.table)
             np.testing.assert_array_equal(back.frequent, shortlist.frequent)
 
+    def test_gguf_file(self):
+        """The engine's file: the table and frequent ids as i32 tensors, the vocabularies' FNV-1a fingerprints."""
+        from attnlab.gguf.reader import read_gguf, read_gguf_tensors
+        shortlist = sl.build(self.src, self.tgt, 10, 12, per_source=2, frequent=2)
+        source_pieces = [f"s{i}" for i in range(10)]
+        target_pieces = [f"t{i}" for i in range(12)]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "s.gguf")
+            shortlist.save_gguf(path, source_pieces, target_pieces)
+            values, tensors = read_gguf_tensors(path)
+            np.testing.assert_array_equal(tensors["shortlist.table"], shortlist.table)
+            np.testing.assert_array_equal(tensors["shortlist.frequent"], shortlist.frequent)
+            self.assertEqual(tensors["shortlist.table"].dtype, np.int32)
+            _, kvs, _, _, _ = read_gguf(path)
+            meta = {key: value for key, _, value in kvs}
+            self.assertEqual(meta["general.architecture"], "attnlab.shortlist")
+            self.assertEqual(meta["attnlab.shortlist.per_source"], 2)
+            self.assertEqual(meta["attnlab.shortlist.source_vocab_fnv1a"], sl.vocab_fingerprint(source_pieces))
+            self.assertEqual(meta["attnlab.shortlist.target_vocab_fnv1a"], sl.vocab_fingerprint(target_pieces))
+            with self.assertRaises(ValueError):   # a table for another source vocabulary
+                shortlist.save_gguf(path, source_pieces[:5], target_pieces)
+        # The engine's test (tests/cpp/test_shortlist.cpp) holds the same two values.
+        self.assertEqual(sl.vocab_fingerprint(["<unk>", "\u2581the", "\u00df", ""]), 0x8efad73f7a0f074d)
+        self.assertEqual(sl.vocab_fingerprint([]), 0xcbf29ce484222325)
+
     def test_mismatched_pairs_refused(self):
         with self.assertRaises(ValueError):
             sl.build(self.src, self.tgt[:-1], 10, 12)

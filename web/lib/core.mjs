@@ -112,7 +112,7 @@ function checkTranslateOptions(options, limits) {
   const { maxBeam, maxTranslationLength } = requireLimits(limits);
   checkOptionsObject(options, 'translate');
   const { beam = 1, maxLength = 0, noRepeatNgram = -1, beamTree = false, queryKey = false, rawScores = false,
-          allLayers = false } = options;
+          allLayers = false, shortlist } = options;
   checkRange('beam', beam, `an integer from 1 to ${maxBeam}`, (b) => b >= 1 && b <= maxBeam);
   checkRange('maxLength', maxLength, `an integer from 0 (automatic) to ${maxTranslationLength}`,
              (n) => n >= 0 && n <= maxTranslationLength);
@@ -121,7 +121,8 @@ function checkTranslateOptions(options, limits) {
   checkBoolean('queryKey', queryKey);
   checkBoolean('rawScores', rawScores);
   checkBoolean('allLayers', allLayers);
-  return { beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores, allLayers };
+  if (shortlist !== undefined) checkBoolean('shortlist', shortlist);
+  return { beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores, allLayers, shortlist };
 }
 
 /**
@@ -165,11 +166,12 @@ export function asBytes(bytes) {
 
 /**
  * Creates an engine model from GGUF bytes on this realm's engine (its callers, index.mjs and worker.mjs, start that
- * engine first with the build and .wasm they chose). Returns { info, limits, translate(text, options),
- * caption(pixels, options), transcribe(prepared, options), dispose() }, all synchronous; engine errors are thrown
- * as Errors with the engine's message.
+ * engine first with the build and .wasm they chose), with a translation shortlist's bytes when given. Returns
+ * { info, limits, translate(text, options), caption(pixels, options), transcribe(prepared, options), dispose() },
+ * all synchronous; engine errors are thrown as Errors with the engine's message. info.shortlist is
+ * { perSource, frequent } or null; translate() uses a loaded shortlist unless options.shortlist is false.
  */
-export async function createEngineModel(bytes) {
+export async function createEngineModel(bytes, shortlistBytes = null) {
   const engine = await loadEngine();
   const limits = engineLimits(engine);
   const data = asBytes(bytes);
@@ -194,6 +196,22 @@ export async function createEngineModel(bytes) {
                              `attnlab: this model's task is "${info.task}" (${info.architecture}), not one of ${TASKS.join(', ')}`);
     }
     if (info.task === 'transcribe') speech = speechCalls(model);
+    info.shortlist = null;
+    if (shortlistBytes !== null) {
+      if (info.task !== 'translate') {
+        throw new AttnlabError(ERROR_CODES.BAD_OPTIONS, `attnlab: a shortlist is for translation models, and this one (${info.architecture}) does not translate`);
+      }
+      const shortlist = asBytes(shortlistBytes);
+      if (shortlist.length === 0) throw new AttnlabError(ERROR_CODES.BAD_MODEL, 'attnlab: the shortlist file is empty');
+      const buffer = new engine.ByteBuffer(shortlist.length);
+      try {
+        buffer.view().set(shortlist);
+        model.setShortlist(buffer);
+      } finally {
+        buffer.delete();
+      }
+      info.shortlist = model.shortlistInfo();
+    }
   } catch (error) {
     model.delete();
     throw engineError(error, ERROR_CODES.BAD_MODEL);
@@ -203,8 +221,21 @@ export async function createEngineModel(bytes) {
     limits,
     translate(text, options) {
       if (info.task !== 'translate') throw wrongTaskError(info, 'translate');
-      const { beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores, allLayers } =
+      const { beam, maxLength, noRepeatNgram, beamTree, queryKey, rawScores, allLayers, shortlist } =
         validateTranslate(text, options, limits);
+      if (shortlist && !info.shortlist) {
+        throw new AttnlabError(ERROR_CODES.BAD_OPTIONS, 'attnlab: shortlist: true needs a shortlist loaded with the model (loadModel\'s shortlist option)');
+      }
+      if (shortlist && queryKey) throw new AttnlabError(ERROR_CODES.BAD_OPTIONS, 'attnlab: queryKey and shortlist cannot be asked together');
+      if (info.shortlist && shortlist !== false && !queryKey) {
+        // The nine-argument forms: every option explicit, the last one the shortlist.
+        const call = Array.isArray(text) ? 'translateMany' : 'translate';
+        try {
+          return model[call](text, beam, maxLength, noRepeatNgram, beamTree, false, rawScores, allLayers, true);
+        } catch (error) {
+          throw engineError(error, ERROR_CODES.BAD_INPUT);
+        }
+      }
       // allLayers without rawScores takes the eight-argument form (raw scores imply every layer's weights).
       const layersOnly = allLayers && !rawScores;
       if (Array.isArray(text)) {

@@ -167,6 +167,10 @@ export interface TranslateOptions {
   /** Transformers: also return decoderSelfAttention and crossAttention, every decoder layer's and head's weights
    *  (default false: that takes one more decoder pass over the chosen output, an eighth of a paragraph's time). */
   allLayers?: boolean;
+  /** Score only the target pieces of the model's shortlist (LoadOptions.shortlist) for the texts decoded together:
+   *  faster, at a BLEU cost measured in docs/performance.md. Default: true when a shortlist was loaded; true
+   *  without one rejects with ATTNLAB_BAD_OPTIONS, as does true with queryKey. */
+  shortlist?: boolean;
   /** Cancels the call: it rejects with an AbortError (code ATTNLAB_ABORTED); see Model. */
   signal?: AbortSignal;
 }
@@ -262,6 +266,8 @@ export interface ModelInfo {
   task: string;
   /** A captioner whose file holds MobileNetV2's ImageNet classifier: caption() takes { recognize: true }. */
   recognizesImages: boolean;
+  /** The translation shortlist loaded with the model (LoadOptions.shortlist), or null. */
+  shortlist: { perSource: number; frequent: number } | null;
   /** Every GGUF metadata key with a printable value (long arrays summarized). */
   metadata: Record<string, string>;
 }
@@ -295,6 +301,14 @@ export interface LoadOptions {
   dtype?: string;
   /** With a model name: the folder holding models/manifest.json ("{name}" replaced), instead of env.modelsBase. */
   modelsBase?: string | URL;
+  /**
+   * A translation shortlist (models/weights/<pair>.shortlist.gguf) that translate() then uses: true for the one
+   * the manifest names beside a model name (checked by its SHA-256), a URL or path, or the file's bytes. One made
+   * for other vocabularies than the model's rejects with ATTNLAB_BAD_MODEL.
+   */
+  shortlist?: boolean | string | URL | ArrayBuffer | ArrayBufferView;
+  /** Expected SHA-256 (hex) of a shortlist given by URL, path or bytes. */
+  shortlistSha256?: string;
 }
 
 export interface Model {

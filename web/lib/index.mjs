@@ -460,6 +460,30 @@ function checkLoadOptions(options) {
   if (options.useWorker !== undefined && typeof options.useWorker !== 'boolean') {
     throw badOptions('attnlab: useWorker must be true or false');
   }
+  if (options.shortlistSha256 !== undefined &&
+      !(typeof options.shortlistSha256 === 'string' && /^[0-9a-fA-F]{64}$/.test(options.shortlistSha256))) {
+    throw badOptions('attnlab: shortlistSha256 is not 64 hex digits');
+  }
+  const { shortlist } = options;
+  if (shortlist !== undefined && shortlist !== false && shortlist !== true && typeof shortlist !== 'string' &&
+      !(shortlist instanceof URL) && !(shortlist instanceof ArrayBuffer) && !ArrayBuffer.isView(shortlist)) {
+    throw badOptions('attnlab: shortlist must be true (the manifest\'s, for a model name), a URL or path, or the file\'s bytes');
+  }
+}
+
+// options.shortlist -> its bytes, or null: true names the manifest entry's shortlist (entry.shortlist).
+async function fetchShortlistBytes(options, entry) {
+  let { shortlist: source, shortlistSha256: sha256 } = options;
+  if (source === undefined || source === false) return null;
+  if (source === true) {
+    if (!entry) throw new AttnlabError(ERROR_CODES.BAD_OPTIONS, 'attnlab: shortlist: true needs a model name from the manifest');
+    if (!entry.shortlist) throw new AttnlabError(ERROR_CODES.BAD_OPTIONS, `attnlab: the model "${entry.id}" has no shortlist in its manifest`);
+    source = entry.shortlist.url;
+    sha256 = entry.shortlist.sha256;
+  }
+  const { bytes } = await fetchModelBytes(source, { signal: options.signal, timeout: options.timeout, sha256,
+                                                    cache: options.cache });
+  return bytes;
 }
 
 async function isFile(path) {
@@ -479,8 +503,11 @@ async function loadModelOrThrow(source, options) {
 
   // A name from a models/manifest.json (models.mjs), loaded with its size and SHA-256; in Node an existing file of
   // that name (a path without a dot or a slash) stays a path, as it was before names.
+  let entry = null;
   if (isModelName(source) && !(isNode && await isFile(source))) {
-    const { url, sha256, bytes } = await resolveModelName(source, options);
+    let url, sha256, bytes, base;
+    ({ url, sha256, bytes, entry, base } = await resolveModelName(source, options));
+    if (entry.shortlist) entry = { ...entry, shortlist: { ...entry.shortlist, url: new URL(entry.shortlist.file, base) } };
     source = url;
     options = { ...options, sha256, bytes };
   }
@@ -488,12 +515,13 @@ async function loadModelOrThrow(source, options) {
   const threads = env.threads;
   const build = engineBuild(threads);
   const { bytes, fromCache } = await fetchModelBytes(source, options);
+  const shortlist = await fetchShortlistBytes(options, entry);
   throwIfAborted(options.signal, 'loading the model');
   if (useWorker && !isNode) await wasmBytes(build);  // first, so a failed engine download leaves no worker behind
   const first = !useWorker ? null : isNode ? await startNodeWorker() : await startEngineWorker();
   if (!first) {
     await loadEngineModule(isNode ? undefined : { wasmBinary: await wasmBytes(build), threaded: build.threaded });
-    return new DirectModel(await createEngineModel(bytes), fromCache);
+    return new DirectModel(await createEngineModel(bytes, shortlist), fromCache);
   }
   let spawned = false;
   const spawn = async () => {
@@ -506,9 +534,13 @@ async function loadModelOrThrow(source, options) {
   // Each worker gets its own copies of the weights and the wasm (transferred); `bytes` stays here for a restart.
   const loadArgs = async () => {
     const payload = bytes.slice();
+    const shortlistPayload = shortlist ? shortlist.slice() : null;
     const wasmBinary = isNode ? undefined : (await wasmBytes(build)).slice();
-    return { args: { bytes: payload, wasmBinary, wasmThreaded: build.threaded, wasmPaths: absoluteWasmPaths(), threads },
-             transfer: wasmBinary ? [payload.buffer, wasmBinary.buffer] : [payload.buffer] };
+    const transfer = [payload.buffer, ...(shortlistPayload ? [shortlistPayload.buffer] : []),
+                      ...(wasmBinary ? [wasmBinary.buffer] : [])];
+    return { args: { bytes: payload, shortlist: shortlistPayload, wasmBinary, wasmThreaded: build.threaded,
+                     wasmPaths: absoluteWasmPaths(), threads },
+             transfer };
   };
   const model = new WorkerModel(spawn, loadArgs);
   try {

@@ -117,7 +117,7 @@ function findEntry(models, name, dtype, where) {
 }
 
 /**
- * Resolves a model name to { url, sha256, bytes, entry }: the weights' URL (a file: URL for a local folder), and
+ * Resolves a model name to { url, sha256, bytes, entry, base }: the weights' URL (a file: URL for a local folder), and
  * the size and SHA-256 the manifest gives for them.
  */
 export async function resolveModelName(name, { dtype, modelsBase, signal, timeout = 0 } = {}) {
@@ -136,7 +136,7 @@ export async function resolveModelName(name, { dtype, modelsBase, signal, timeou
     }
     const models = await readManifest(manifestUrl, { signal, timeout });
     const entry = findEntry(models, name, dtype, manifestUrl.href);
-    return { url: new URL(entry.file, base), sha256: entry.sha256.toLowerCase(), bytes: entry.bytes, entry };
+    return { url: new URL(entry.file, base), sha256: entry.sha256.toLowerCase(), bytes: entry.bytes, entry, base };
   }
   throw new Error(`attnlab: the model "${name}" was not found: install ${modelPackageName(name)} or set ` +
                   `env.modelsBase (looked for ${tried.join(', ')})`);

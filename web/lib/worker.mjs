@@ -1,5 +1,5 @@
 // The engine inside a module Web Worker: one model per worker. Messages in: { id, method, args }, methods
-// "load" { bytes, wasmBinary, wasmThreaded, wasmPaths, threads } (-> { info, limits }), "translate" { text (or an
+// "load" { bytes, shortlist, wasmBinary, wasmThreaded, wasmPaths, threads } (-> { info, limits }), "translate" { text (or an
 // array of texts), options }, "caption" { image: ImageBitmap | { data, width, height }, options }, "transcribe"
 // { audio, options }, "dispose", and the diagnostics "memoryStats" {} (-> { wasmBytes, mallocBytes }, for
 // scripts/soak.mjs) and "engineInfo" {} (-> the worker engine's engineInfo(): which build it started). Messages out: { id,
@@ -24,13 +24,13 @@ function requireModel() {
 }
 
 const methods = {
-  async load({ bytes, wasmBinary, wasmThreaded, wasmPaths, threads }) {
+  async load({ bytes, shortlist = null, wasmBinary, wasmThreaded, wasmPaths, threads }) {
     if (model) throw new AttnlabError(ERROR_CODES.INTERNAL, 'attnlab: this worker already holds a model');
     try {
       if (wasmPaths) env.wasmPaths = wasmPaths;  // the page's setting: where the glue is
       env.threads = threads;  // and which build; wasmBinary is the .wasm of the build the page chose (wasmThreaded)
       await loadEngine(wasmBinary ? { wasmBinary, threaded: wasmThreaded } : undefined);
-      model = await createEngineModel(bytes);
+      model = await createEngineModel(bytes, shortlist);
     } catch (error) {
       // What loadModel() on this thread says of the same failure (index.mjs loadError).
       throw toAttnlabError(error, ERROR_CODES.LOAD_FAILED);

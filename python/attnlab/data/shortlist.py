@@ -8,9 +8,20 @@ shortlist is the union of
 
     PYTHONPATH=python python3 -m attnlab.data.shortlist --pair en-de --corpus broad [--per-source 64]
         [--frequent 1000] --out build/shortlist/en-de.npz
+    ... --out models/weights/en-de.shortlist.gguf --for-model models/weights/transformer-en-de.q8_0.gguf
 
 The table is an array [source vocab, per_source] of target ids (-1: fewer candidates); `attnlab.eval.shortlist`
-measures what decoding inside it costs in BLEU and what it saves in output-projection rows.
+measures what decoding inside it costs in BLEU and what it saves in output-projection rows. A `.gguf` output is the
+file the engine reads (`TranslateOptions::shortlist`, the module's `loadModel(bytes, { shortlist })`, the CLI's
+`--shortlist`): the table and the frequent ids as i32 tensors, and a fingerprint of the vocabularies of the model
+named by --for-model (any model with the same tokenizers takes it; the engine refuses one made for others):
+
+    general.architecture                    "attnlab.shortlist"
+    attnlab.shortlist.per_source, .frequent u32
+    attnlab.shortlist.source_vocab_fnv1a    u64  FNV-1a 64 over the source pieces, each followed by a zero byte
+    attnlab.shortlist.target_vocab_fnv1a    u64  the same over the target pieces
+    shortlist.table                         i32 [source vocab, per_source]
+    shortlist.frequent                      i32 [frequent]
 """
 import argparse
 import os
@@ -36,10 +47,43 @@ class Shortlist:
     def save(self, path):
         np.savez(path, table=self.table, frequent=self.frequent)
 
+    def save_gguf(self, path, source_pieces, target_pieces):
+        """The engine's file, for a model whose tokenizers have these pieces."""
+        from attnlab.gguf.writer import GGUFWriter
+        if self.table.shape[0] != len(source_pieces):
+            raise ValueError(f"the table has {self.table.shape[0]} source rows, the model {len(source_pieces)} pieces")
+        if self.table.max() >= len(target_pieces) or self.frequent.max() >= len(target_pieces):
+            raise ValueError(f"the shortlist names target ids beyond the model's {len(target_pieces)} pieces")
+        w = GGUFWriter(path, architecture="attnlab.shortlist")
+        w.add_uint32("attnlab.shortlist.per_source", int(self.table.shape[1]))
+        w.add_uint32("attnlab.shortlist.frequent", int(len(self.frequent)))
+        w.add_uint64("attnlab.shortlist.source_vocab_fnv1a", vocab_fingerprint(source_pieces))
+        w.add_uint64("attnlab.shortlist.target_vocab_fnv1a", vocab_fingerprint(target_pieces))
+        w.add_tensor("shortlist.table", self.table, dtype="i32")
+        w.add_tensor("shortlist.frequent", self.frequent, dtype="i32")
+        w.write()
+
     @classmethod
     def load(cls, path):
         with np.load(path) as z:
             return cls(z["table"], z["frequent"])
+
+
+def vocab_fingerprint(pieces):
+    """FNV-1a 64 over the pieces' UTF-8 bytes, each piece followed by a zero byte (the engine computes the same)."""
+    h = 0xcbf29ce484222325
+    for piece in pieces:
+        for byte in piece.encode("utf-8") + b"\0":
+            h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def model_pieces(model_path):
+    """(source pieces, target pieces) of a translator's GGUF file."""
+    from attnlab.gguf.reader import read_gguf
+    _, kvs, _, _, _ = read_gguf(model_path)
+    values = {key: value for key, _, value in kvs}
+    return values["tokenizer.source.tokens"], values["tokenizer.target.tokens"]
 
 
 def build(src_ids, tgt_ids, src_vocab, tgt_vocab, per_source=64, frequent=1000):
@@ -79,15 +123,25 @@ def main(argv=None):
     ap.add_argument("--per-source", type=int, default=64)
     ap.add_argument("--frequent", type=int, default=1000)
     ap.add_argument("--max-len", type=int, default=100)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", required=True, help=".npz (the table for attnlab.eval.shortlist) or .gguf (the engine's)")
+    ap.add_argument("--for-model", help="a .gguf output: the translator whose vocabularies it is made for")
     args = ap.parse_args(argv)
+    if args.out.endswith(".gguf") and not args.for_model:
+        ap.error("a .gguf shortlist needs --for-model")
     paths = pair_paths(args.pair, corpus=args.corpus)
     sp_src, sp_tgt = load_tokenizers(paths)
     src_lines, tgt_lines = read_split(paths, "train")
     src_ids, tgt_ids = encode_training_pairs(sp_src, sp_tgt, src_lines, tgt_lines, args.max_len)
     shortlist = build(src_ids, tgt_ids, sp_src.vocab_size(), sp_tgt.vocab_size(), args.per_source, args.frequent)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    shortlist.save(args.out)
+    if args.out.endswith(".gguf"):
+        source_pieces, target_pieces = model_pieces(args.for_model)
+        if source_pieces != [sp_src.id_to_piece(i) for i in range(sp_src.vocab_size())] or \
+                target_pieces != [sp_tgt.id_to_piece(i) for i in range(sp_tgt.vocab_size())]:
+            sys.exit(f"{args.for_model}'s tokenizers are not the {args.pair} {args.corpus} ones")
+        shortlist.save_gguf(args.out, source_pieces, target_pieces)
+    else:
+        shortlist.save(args.out)
     print(f"{len(src_ids)} pairs -> {args.out}: {args.per_source} per source piece, {args.frequent} frequent")
 
 

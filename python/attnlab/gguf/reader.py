@@ -84,7 +84,7 @@ def tensor_bytes(type_name, dims):
     count = int(np.prod(dims))
     if type_name == "q8_0":
         return count // QK8_0 * (2 + QK8_0)
-    sizes = {"f32": 4, "f16": 2, "i8": 1}
+    sizes = {"f32": 4, "f16": 2, "i8": 1, "i32": 4}
     if type_name not in sizes:
         raise ValueError(f"tensor type {type_name} is not one this reader knows")
     return count * sizes[type_name]
@@ -121,6 +121,10 @@ def read_gguf_tensors(path):
             array = np.frombuffer(data, dtype="<f2", count=count, offset=start).astype(np.float32)
         elif type_name == "i8":   # plain integers; the caller applies any scale (attnlab.gguf.mobilenet.load)
             array = np.frombuffer(data, dtype="i1", count=count, offset=start)
+        elif type_name == "i32":  # token ids
+            array = np.frombuffer(data, dtype="<i4", count=count, offset=start)
+            tensors[name] = np.array(array, dtype=np.int32).reshape(shape)
+            continue
         elif type_name == "q8_0":
             blocks = np.frombuffer(data, dtype=[("d", "<f2"), ("qs", "i1", (QK8_0,))], count=count // QK8_0,
                                    offset=start)

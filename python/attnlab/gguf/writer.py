@@ -38,7 +38,8 @@ INTEGER_RANGES = {
 
 # ggml_type ids attnlab reads (i8: plain 8-bit integers; the MobileNetV2 encoder keeps its TFLite quantized weights
 # in them, with a per-tensor scale and zero point in its metadata: attnlab.gguf.mobilenet)
-TENSOR_TYPES = {"f32": 0, "f16": 1, "q8_0": 8, "i8": 24}
+# i32: plain 32-bit integers (a translation shortlist's token ids: attnlab.data.shortlist)
+TENSOR_TYPES = {"f32": 0, "f16": 1, "q8_0": 8, "i8": 24, "i32": 26}
 TENSOR_TYPE_NAMES = {v: k for k, v in TENSOR_TYPES.items()}
 
 
@@ -199,6 +200,12 @@ class GGUFWriter:
             if not np.array_equal(array, np.round(array)) or array.min() < -128 or array.max() > 127:
                 raise ValueError(f"tensor '{name}': i8 holds integers in -128..127")
             data = np.ascontiguousarray(array, dtype=np.int8).tobytes()
+            self._tensors[name] = (TENSOR_TYPES[dtype], tuple(reversed(array.shape)), data)
+            return
+        if dtype == "i32":
+            if not np.array_equal(array, np.round(array)) or array.min() < -2**31 or array.max() > 2**31 - 1:
+                raise ValueError(f"tensor '{name}': i32 holds 32-bit integers")
+            data = np.ascontiguousarray(array, dtype="<i4").tobytes()
             self._tensors[name] = (TENSOR_TYPES[dtype], tuple(reversed(array.shape)), data)
             return
         array = np.ascontiguousarray(array, dtype=np.float32)

@@ -54,8 +54,9 @@ private:
 };
 
 // Chooses the next token from one row of logits [vocab] exactly as the batch-1 greedy search does; the row ends as
-// log-probabilities.
-int32_t choose_greedy(float* logits, int vocab, const std::vector<int32_t>& tokens, int no_repeat_ngram);
+// log-probabilities. With columns, the row holds theirs and the choice is a column.
+int32_t choose_greedy(float* logits, int vocab, const std::vector<int32_t>& tokens, int no_repeat_ngram,
+                      const Columns* columns = nullptr);
 
 // A greedy search: one row a step.
 class GreedySearch {
@@ -77,7 +78,7 @@ private:
     History history_;
     std::vector<int32_t> next_;
     std::vector<int32_t> emitted_;  // the tokens so far, for the n-gram ban
-    int32_t chosen_ = -1;           // choose()'s token, until advance takes it
+    int32_t chosen_ = -1;           // choose()'s column (its token, unless the step has Columns), until advance takes it
     int node_ = -1;
     Hypothesis result_;             // log p, finished and the tree as they accumulate
 };
@@ -86,8 +87,8 @@ private:
 template <class Score>
 struct Candidate {
     Score score;
-    int beam;  // the row it continues
-    int32_t token;
+    int beam;       // the row it continues
+    int32_t token;  // the token it appends; in a step with Columns, its column until BeamSearch::advance maps it
 };
 
 // The order the beam keeps candidates in: the higher score first, then the lower beam, then the lower token.
@@ -225,7 +226,7 @@ void BeamSearch<Scorer>::choose(BatchOutput& out, int first) {
         float* log_p = out.logits_row(first + b);
         if (options_.no_repeat_ngram >= 2) {
             history_.tokens_of(nodes_[b], prefix_);
-            ban_repeated_ngrams(prefix_.data(), prefix_.size(), options_.no_repeat_ngram, log_p, vocab);
+            ban_repeated_ngrams(prefix_.data(), prefix_.size(), options_.no_repeat_ngram, log_p, vocab, out.columns);
         }
         scorer_.score_row(b, scores_[b], log_p, vocab, row_scores_.data());
         best_of_row(row_scores_.data(), vocab, b, keep_per_row, candidates_);
@@ -255,16 +256,17 @@ bool BeamSearch<Scorer>::advance(int step, BatchOutput& out, int first, std::vec
         const Candidate<Score>& candidate = candidates_[c];
         if (candidate.score == kNegativeInfinity) break;
         const int beam = candidate.beam;
+        const int32_t token = out.token_of(candidate.token);
         const Score log_probability = log_probabilities_[beam] + out.logits_row(first + beam)[candidate.token];
         const std::size_t row = step_row + static_cast<std::size_t>(beam);
-        const bool is_eos = candidate.token == eos_;
+        const bool is_eos = token == eos_;
         if (is_eos || last_step) {
             if (static_cast<int>(ended_.size()) < beam_width) {
-                const int node = is_eos ? nodes_[beam] : history_.add_node(nodes_[beam], candidate.token, row);
+                const int node = is_eos ? nodes_[beam] : history_.add_node(nodes_[beam], token, row);
                 const Score score =
                     candidate.score / std::pow(static_cast<Score>(step + 1), options_.length_penalty);
                 const int tree_node = options_.record_tree
-                                          ? add_beam_node(tree_, step, tree_nodes_[beam], candidate.token,
+                                          ? add_beam_node(tree_, step, tree_nodes_[beam], token,
                                                           static_cast<float>(log_probabilities_[beam]),
                                                           static_cast<float>(log_probability),
                                                           static_cast<float>(score), true)
@@ -272,14 +274,14 @@ bool BeamSearch<Scorer>::advance(int step, BatchOutput& out, int first, std::vec
                 ended_.push_back({node, log_probability, score, is_eos, tree_node});
             }
         } else {
-            next_tokens_.push_back(candidate.token);
+            next_tokens_.push_back(token);
             next_scores_.push_back(candidate.score);
             next_log_probabilities_.push_back(log_probability);
-            next_nodes_.push_back(history_.add_node(nodes_[beam], candidate.token, row));
+            next_nodes_.push_back(history_.add_node(nodes_[beam], token, row));
             next_parents_.push_back(beam);
             parents.push_back(first + beam);
             if (options_.record_tree)
-                next_tree_nodes_.push_back(add_beam_node(tree_, step, tree_nodes_[beam], candidate.token,
+                next_tree_nodes_.push_back(add_beam_node(tree_, step, tree_nodes_[beam], token,
                                                          static_cast<float>(log_probabilities_[beam]),
                                                          static_cast<float>(log_probability),
                                                          static_cast<float>(candidate.score), false));

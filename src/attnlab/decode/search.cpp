@@ -45,14 +45,16 @@ void add_greedy_node(SearchTree& tree, int32_t token, float log_probability, flo
 
 }  // namespace
 
-void ban_repeated_ngrams(const int32_t* tokens, std::size_t count, int n, float* log_probabilities, int vocab) {
+void ban_repeated_ngrams(const int32_t* tokens, std::size_t count, int n, float* log_probabilities, int vocab,
+                         const Columns* columns) {
     if (n < 2 || count < static_cast<std::size_t>(n - 1)) return;
     const std::size_t context = static_cast<std::size_t>(n - 1);
     const int32_t* last = tokens + (count - context);  // the n-1 tokens a new one would follow
     for (std::size_t i = 0; i + context < count; ++i) {
         if (std::equal(tokens + i, tokens + i + context, last)) {
             const int32_t token = tokens[i + context];
-            if (token >= 0 && token < vocab) log_probabilities[token] = -std::numeric_limits<float>::infinity();
+            const int column = columns ? columns->column(token) : token;
+            if (column >= 0 && column < vocab) log_probabilities[column] = -std::numeric_limits<float>::infinity();
         }
     }
 }
@@ -60,6 +62,18 @@ void ban_repeated_ngrams(const int32_t* tokens, std::size_t count, int n, float*
 void ban_repeated_ngrams(const std::vector<int32_t>& tokens, int n, std::vector<float>& log_probabilities) {
     ban_repeated_ngrams(tokens.data(), tokens.size(), n, log_probabilities.data(),
                         static_cast<int>(log_probabilities.size()));
+}
+
+Columns::Columns(std::vector<int32_t> token_ids, int vocab) : ids(std::move(token_ids)) {
+    if (ids.empty()) fail("decoder columns: no token to score");
+    column_of.assign(static_cast<std::size_t>(std::max(vocab, 0)), -1);
+    for (std::size_t c = 0; c < ids.size(); ++c) {
+        if (!(ids[c] >= 0 && ids[c] < vocab))
+            fail("decoder columns: token " + std::to_string(ids[c]) + " is outside the vocabulary of " +
+                 std::to_string(vocab));
+        if (c > 0 && ids[c] <= ids[c - 1]) fail("decoder columns: the tokens must ascend without repeats");
+        column_of[static_cast<std::size_t>(ids[c])] = static_cast<int32_t>(c);
+    }
 }
 
 int max_target_length(const SearchOptions& options, int source_length) {
@@ -255,10 +269,11 @@ void History::tokens_of(int node, std::vector<int32_t>& tokens) const {
     for (int n = node; n >= 0; n = nodes_[n].parent) tokens[--count] = nodes_[n].token;
 }
 
-int32_t choose_greedy(float* logits, int vocab, const std::vector<int32_t>& tokens, int no_repeat_ngram) {
+int32_t choose_greedy(float* logits, int vocab, const std::vector<int32_t>& tokens, int no_repeat_ngram,
+                      const Columns* columns) {
     if (no_repeat_ngram >= 2) {  // banned after the softmax, so log p stays the model's
         kernels::log_softmax_rows(1, vocab, logits, vocab);
-        ban_repeated_ngrams(tokens.data(), tokens.size(), no_repeat_ngram, logits, vocab);
+        ban_repeated_ngrams(tokens.data(), tokens.size(), no_repeat_ngram, logits, vocab, columns);
         return kernels::argmax(logits, vocab);
     }
     const int32_t token = kernels::argmax(logits, vocab);
@@ -271,18 +286,19 @@ GreedySearch::GreedySearch(const SearchOptions& options, int bos, int eos, int m
 
 void GreedySearch::choose(BatchOutput& out, int first) {
     if (first >= out.rows) fail("decoder: a step returned fewer rows than it was fed");
-    chosen_ = choose_greedy(out.logits_row(first), out.vocab, emitted_, options_.no_repeat_ngram);
+    chosen_ = choose_greedy(out.logits_row(first), out.vocab, emitted_, options_.no_repeat_ngram, out.columns);
 }
 
 bool GreedySearch::advance(int step, BatchOutput& out, int first, std::vector<int32_t>& parents) {
     if (chosen_ < 0) choose(out, first);
-    const int32_t token = chosen_;
+    const int column = chosen_;
     chosen_ = -1;
-    const float* logits = out.logits_row(first);
+    const int32_t token = out.token_of(column);
+    const float log_probability = out.logits_row(first)[column];
     const bool last_step = step + 1 >= max_length_;
-    result_.log_probability += logits[token];
+    result_.log_probability += log_probability;
     if (options_.record_tree)
-        add_greedy_node(result_.tree, token, logits[token], result_.log_probability, token == eos_ || last_step);
+        add_greedy_node(result_.tree, token, log_probability, result_.log_probability, token == eos_ || last_step);
     if (token == eos_) {
         result_.finished = true;
         return false;

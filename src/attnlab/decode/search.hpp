@@ -22,18 +22,35 @@ struct DecoderState {
 };
 using StatePtr = std::shared_ptr<const DecoderState>;
 
+// The target tokens a step scores when it scores only some of the vocabulary (a translation shortlist's union):
+// column c of each logits row is token ids[c]. The ids ascend, so ranking candidates by column ranks their ties
+// as token order does.
+struct Columns {
+    std::vector<int32_t> ids;        // ascending, unique, in [0, vocab)
+    std::vector<int32_t> column_of;  // [vocab]: the column that scores a token; -1: the step does not score it
+
+    // Throws attnlab::Error unless ids is a non-empty ascending run of unique ids in [0, vocab).
+    Columns(std::vector<int32_t> ids, int vocab);
+    int size() const { return static_cast<int>(ids.size()); }
+    int column(int32_t token) const {
+        return token >= 0 && token < static_cast<int32_t>(column_of.size()) ? column_of[token] : -1;
+    }
+};
+
 // What one batched step produces, row r for the batch's row r. The buffers keep their storage between steps, so
 // a search allocates them once.
 struct BatchOutput {
     int rows = 0;
-    int vocab = 0;         // V
+    int vocab = 0;         // V: the columns of a logits row (the vocabulary's size unless `columns` is set)
     int length = 0;        // S
     int context_size = 0;  // dv; 0 if the model has no context vector
     std::vector<float> logits;   // [rows × V]
     std::vector<float> weights;  // [rows × S] attention weights (stage 2)
     std::vector<float> scores;   // [rows × S] raw attention scores (stage 1)
     std::vector<float> context;  // [rows × dv] context vectors (stage 3)
+    const Columns* columns = nullptr;  // the tokens of the logits' columns; null: column v is token v
 
+    int32_t token_of(int column) const { return columns ? columns->ids[static_cast<std::size_t>(column)] : column; }
     void reshape(int rows, int vocab, int length, int context_size);
     float* logits_row(int r) { return logits.data() + static_cast<std::size_t>(r) * vocab; }
     float* weights_row(int r) { return weights.data() + static_cast<std::size_t>(r) * length; }
@@ -104,8 +121,10 @@ struct SearchOptions {
 // Sets log p = -inf for every token that would complete an n-gram `tokens` already holds (n < 2: none); the
 // searches apply it to each row's log-probabilities before choosing (python/attnlab/nn/decoding.py's ban_repeated_ngrams).
 void ban_repeated_ngrams(const std::vector<int32_t>& tokens, int n, std::vector<float>& log_probabilities);
-// The same on raw buffers: tokens [count], log_probabilities [vocab].
-void ban_repeated_ngrams(const int32_t* tokens, std::size_t count, int n, float* log_probabilities, int vocab);
+// The same on raw buffers: tokens [count], log_probabilities [vocab]; with columns, log_probabilities holds their
+// columns (vocab of them) and a banned token outside them needs nothing.
+void ban_repeated_ngrams(const int32_t* tokens, std::size_t count, int n, float* log_probabilities, int vocab,
+                         const Columns* columns = nullptr);
 
 // One hypothesis the search kept after one step: a node of the search tree, whose path to the root is its prefix.
 struct TreeNode {

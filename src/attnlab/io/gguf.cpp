@@ -169,6 +169,7 @@ uint64_t tensor_bytes(TensorType type, uint64_t n_elements, const std::string& w
         case TensorType::f16: return checked_mul(n_elements, 2, what);
         case TensorType::q8_0: return checked_mul(n_elements / kernels::kQ8BlockSize, sizeof(kernels::BlockQ8_0), what);
         case TensorType::i8: return n_elements;
+        case TensorType::i32: return checked_mul(n_elements, 4, what);
     }
     fail("GGUF: unknown tensor type in " + what);
 }
@@ -181,6 +182,7 @@ const char* type_name(TensorType type) {
         case TensorType::f16: return "f16";
         case TensorType::q8_0: return "q8_0";
         case TensorType::i8: return "i8";
+        case TensorType::i32: return "i32";
     }
     return "unknown";
 }
@@ -457,9 +459,10 @@ private:
 
         const uint32_t type_id = cursor_.u32(named + " (type)");
         if (type_id != uint32_t(TensorType::f32) && type_id != uint32_t(TensorType::f16) &&
-            type_id != uint32_t(TensorType::q8_0) && type_id != uint32_t(TensorType::i8))
+            type_id != uint32_t(TensorType::q8_0) && type_id != uint32_t(TensorType::i8) &&
+            type_id != uint32_t(TensorType::i32))
             fail("GGUF: " + named + " has ggml type " + std::to_string(type_id) + " (" + ggml_type_name(type_id) +
-                 "); attnlab reads only f32, f16, q8_0 and i8");
+                 "); attnlab reads only f32, f16, q8_0, i8 and i32");
         info.type = TensorType(type_id);
         if (info.type == TensorType::q8_0 && ggml_dims[0] % kernels::kQ8BlockSize != 0)
             fail("GGUF: " + named + " is q8_0 but its innermost dimension " + std::to_string(ggml_dims[0]) +
@@ -679,6 +682,8 @@ void File::decode_f32(const TensorInfo& info, float* out) const {
         case TensorType::i8:
             fail("tensor '" + info.name + "' is i8, which holds integers, not weights: its scale is in the model's "
                  "metadata, and this model does not read it");
+        case TensorType::i32:
+            fail("tensor '" + info.name + "' is i32, which holds integers (token ids), not weights");
     }
 }
 
@@ -690,6 +695,15 @@ std::vector<float> File::load_i8_affine(const std::string& name, const std::vect
     std::vector<float> out(static_cast<std::size_t>(info.n_elements));
     for (std::size_t i = 0; i < out.size(); ++i)
         out[i] = static_cast<float>((double(int8_t(info.data[i])) - zero_point) * scale);
+    return out;
+}
+
+std::vector<int32_t> File::load_i32(const std::string& name, const std::vector<int64_t>& expected_shape) const {
+    const TensorInfo& info = checked_tensor(name, expected_shape.data(), expected_shape.size());
+    if (info.type != TensorType::i32)
+        fail("tensor '" + name + "' is " + type_name(info.type) + ", expected i32");
+    std::vector<int32_t> out(static_cast<std::size_t>(info.n_elements));
+    std::memcpy(out.data(), info.data, out.size() * sizeof(int32_t));  // GGUF is little-endian, as are our targets
     return out;
 }
 

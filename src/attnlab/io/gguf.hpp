@@ -23,8 +23,8 @@ namespace attnlab::gguf {
 
 // i8 holds integers whose scale lives in the model's metadata (MobileNetV2's TFLite weights): only load_i8_affine
 // reads it, and the float loaders refuse it rather than hand out raw integers as weights.
-enum class TensorType : uint32_t { f32 = 0, f16 = 1, q8_0 = 8, i8 = 24 };
-const char* type_name(TensorType type);  // "f32", "f16", "q8_0", "i8"
+enum class TensorType : uint32_t { f32 = 0, f16 = 1, q8_0 = 8, i8 = 24, i32 = 26 };
+const char* type_name(TensorType type);  // "f32", "f16", "q8_0", "i8", "i32"
 
 // gguf_metadata_value_type
 enum class ValueType : uint32_t {
@@ -135,6 +135,9 @@ public:
     std::vector<float> load_f32_flat(const std::string& name) const;
     // An i8 tensor of the expected shape (-1: any size), flattened: float((double(q) - zero_point) * scale), the
     // product taken in double and rounded once, as python/attnlab/nn/tflite_mobilenet.py dequantizes.
+    // An i32 tensor (token ids, as a translation shortlist holds them) of the expected shape (-1: any size),
+    // flattened.
+    std::vector<int32_t> load_i32(const std::string& name, const std::vector<int64_t>& expected_shape) const;
     std::vector<float> load_i8_affine(const std::string& name, const std::vector<int64_t>& expected_shape,
                                       double scale, double zero_point) const;
 

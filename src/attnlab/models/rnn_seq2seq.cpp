@@ -143,7 +143,7 @@ namespace {
 // states; everything else is one matrix product over all rows.
 template <typename Attend>
 void step_rows(const RnnSeq2Seq& model, const int32_t* tokens, int rows, const float* states, float* next_states,
-               float* logits, float* context, RnnStepScratch& scratch, Attend&& attend) {
+               float* logits, float* context, RnnStepScratch& scratch, const nn::Linear& output, Attend&& attend) {
     const RnnSeq2SeqConfig& c = model.config;
     const std::size_t memory = 2 * static_cast<std::size_t>(c.encoder_hidden), emb = c.embedding,
                       H = c.decoder_hidden, gru_width = emb + memory, deep_width = H + memory + emb;
@@ -162,7 +162,7 @@ void step_rows(const RnnSeq2Seq& model, const int32_t* tokens, int rows, const f
     }
     nn::linear_batched(model.deep_output, scratch.deep_input.data(), rows, scratch.deep.data());
     kernels::activate(scratch.deep.data(), static_cast<std::size_t>(rows) * emb, kernels::Activation::tanh);
-    nn::linear_batched(model.target_embedding, scratch.deep.data(), rows, logits);
+    nn::linear_batched(output, scratch.deep.data(), rows, logits);
 }
 
 }  // namespace
@@ -170,21 +170,21 @@ void step_rows(const RnnSeq2Seq& model, const int32_t* tokens, int rows, const f
 void rnn_step_rows(const RnnSeq2Seq& model, const RnnEncoded& encoded, const int32_t* tokens, int rows,
                    const float* states, float* next_states, float* logits, float* weights, float* scores,
                    float* context, RnnStepScratch& scratch) {
-    step_rows(model, tokens, rows, states, next_states, logits, context, scratch, [&] {
+    step_rows(model, tokens, rows, states, next_states, logits, context, scratch, model.target_embedding, [&] {
         nn::attend_rows(model.attention, encoded.keys, states, rows, encoded.memory, nullptr, scores, weights, context);
     });
 }
 
 void rnn_step_rows_each(const RnnSeq2Seq& model, const RnnEncoded* const* sources, const int32_t* tokens, int rows,
                         const float* states, float* next_states, float* logits, float* weights, float* scores,
-                        int stride, float* context, RnnStepScratch& scratch) {
+                        int stride, float* context, RnnStepScratch& scratch, const nn::Linear& output) {
     scratch.keys.resize(static_cast<std::size_t>(rows));
     scratch.values.resize(static_cast<std::size_t>(rows));
     for (int r = 0; r < rows; ++r) {
         scratch.keys[r] = &sources[r]->keys;
         scratch.values[r] = &sources[r]->memory;
     }
-    step_rows(model, tokens, rows, states, next_states, logits, context, scratch, [&] {
+    step_rows(model, tokens, rows, states, next_states, logits, context, scratch, output, [&] {
         nn::attend_rows_each(model.attention, scratch.keys.data(), scratch.values.data(), states, rows, stride, scores,
                              weights, context);
     });
@@ -273,11 +273,13 @@ void RnnSentencesDecoder::step_batch(decode::DecoderBatch& batch, const int32_t*
                                      decode::BatchOutput& out) const {
     RnnSentencesBatch& b = rnn_sentences_batch(batch);
     const RnnSeq2SeqConfig& c = model_.config;
-    out.reshape(b.rows, c.target_vocab, longest_, 2 * c.encoder_hidden);
+    const nn::Linear& output = output_.layer();
+    out.reshape(b.rows, output.out, longest_, 2 * c.encoder_hidden);
+    out.columns = output_.columns();
     sources_of(sentence_of_row, b.rows, b.sources);
     rnn_step_rows_each(model_, b.sources.data(), tokens, b.rows, b.states.data(), b.next_states.data(),
                        out.logits.data(), out.weights.data(), out.scores.data(), longest_, out.context.data(),
-                       b.scratch);
+                       b.scratch, output);
     b.states.swap(b.next_states);
 }
 

@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnlab/decode/search.hpp"
 #include "attnlab/decode/sentences.hpp"
+#include "attnlab/models/output_columns.hpp"
 #include "attnlab/nn/attention.hpp"
 #include "attnlab/nn/linear.hpp"
 #include "attnlab/nn/rnn.hpp"
@@ -86,10 +88,11 @@ void rnn_step_rows(const RnnSeq2Seq& model, const RnnEncoded& encoded, const int
 
 // rnn_step_rows for rows of different sentences: row r attends over sources[r] only, so weights and scores are
 // [rows, stride] (stride >= every source length; zeros after a row's own length); every matrix product is still
-// one pass over the weights for all rows.
+// one pass over the weights for all rows. logits [rows, output.out]: output is the model's output layer or some
+// of its rows (OutputColumns).
 void rnn_step_rows_each(const RnnSeq2Seq& model, const RnnEncoded* const* sources, const int32_t* tokens, int rows,
                         const float* states, float* next_states, float* logits, float* weights, float* scores,
-                        int stride, float* context, RnnStepScratch& scratch);
+                        int stride, float* context, RnnStepScratch& scratch, const nn::Linear& output);
 
 // Adapts the model and one encoded sentence to the search.
 class RnnDecoder : public decode::EncodedDecoder<RnnSeq2Seq, RnnEncoded> {
@@ -103,14 +106,20 @@ public:
     void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
 };
 
-// Several encoded sentences for decode::search_sentences.
+// Several encoded sentences for decode::search_sentences; with columns (kept by pointer), every step scores only
+// those target tokens.
 class RnnSentencesDecoder : public decode::EncodedSentences<RnnSeq2Seq, RnnEncoded> {
 public:
-    using EncodedSentences::EncodedSentences;
+    RnnSentencesDecoder(const RnnSeq2Seq& model, std::vector<const RnnEncoded*> sentences,
+                        const decode::Columns* columns = nullptr)
+        : EncodedSentences(model, std::move(sentences)), output_(model.target_embedding, columns) {}
     std::unique_ptr<decode::DecoderBatch> start_batch(const int* sentence_of_row, int rows, int capacity) const override;
     void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, const int* sentence_of_row,
                     decode::BatchOutput& out) const override;
     void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
+
+private:
+    OutputColumns output_;
 };
 
 // Copies row `id` of an embedding table (f32 or Q8_0) into out [emb]; throws on an id outside the table.

@@ -393,11 +393,12 @@ std::unique_ptr<TransformerBatch> make_batch(const Transformer& model, int row_c
 
 // One step of every row; row r attends over b.sources[r]'s memory, and out is `width` (>= every source) wide.
 void step_rows(const Transformer& model, TransformerBatch& b, const int32_t* tokens, int width,
-               decode::BatchOutput& out) {
+               const OutputColumns& output, decode::BatchOutput& out) {
     const TransformerConfig& c = model.config;
     const int n = b.rows, d = c.d_model, H = c.heads, L = c.decoder_layers, t = b.position;
     const std::size_t nd = std::size_t(n) * d;
-    out.reshape(n, c.target_vocab, width, 0);
+    out.reshape(n, output.layer().out, width, 0);
+    out.columns = output.columns();
     // Each row's per-head softmax [H, max(t+1, width)] and, in the last layer, one head's scores [width]: the rows'
     // attention runs on the pool.
     const std::size_t weights_stride = std::size_t(H) * std::max(t + 1, width);
@@ -473,7 +474,7 @@ void step_rows(const Transformer& model, TransformerBatch& b, const int32_t* tok
         kernels::axpy(static_cast<int>(nd), 1.0f, b.a.data(), b.g.data());
     }
     layer_norm(model.decoder_norm, b.g.data(), n, d, c.norm_epsilon, b.x.data());
-    nn::linear_batched(model.target_embedding, b.x.data(), n, out.logits.data());
+    nn::linear_batched(output.layer(), b.x.data(), n, out.logits.data());
     b.position = t + 1;
 }
 
@@ -532,7 +533,7 @@ std::unique_ptr<decode::DecoderBatch> TransformerDecoder::start_batch(int capaci
 void TransformerDecoder::step_batch(decode::DecoderBatch& batch, const int32_t* tokens, decode::BatchOutput& out) const {
     TransformerBatch& b = transformer_batch(batch);
     b.sources.assign(std::size_t(b.rows), &encoded_);
-    step_rows(model_, b, tokens, source_length(), out);
+    step_rows(model_, b, tokens, source_length(), OutputColumns(model_.target_embedding, nullptr), out);
 }
 
 void TransformerDecoder::select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const {
@@ -549,7 +550,7 @@ void TransformerSentencesDecoder::step_batch(decode::DecoderBatch& batch, const 
                                              const int* sentence_of_row, decode::BatchOutput& out) const {
     TransformerBatch& b = transformer_batch(batch);
     sources_of(sentence_of_row, b.rows, b.sources);
-    step_rows(model_, b, tokens, longest_, out);
+    step_rows(model_, b, tokens, longest_, output_, out);
 }
 
 void TransformerSentencesDecoder::select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const {

@@ -11,10 +11,12 @@
 // and the cross-attention keys/values of the memory are projected once per sentence, so one step costs O(t).
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "attnlab/decode/search.hpp"
 #include "attnlab/decode/sentences.hpp"
+#include "attnlab/models/output_columns.hpp"
 #include "attnlab/nn/linear.hpp"
 #include "attnlab/nn/multihead.hpp"
 #include "attnlab/tensor.hpp"
@@ -128,14 +130,20 @@ public:
 };
 
 // Several encoded sentences for decode::search_sentences; the step is TransformerDecoder's, with each row's
-// cross-attention over its own sentence's keys and values.
+// cross-attention over its own sentence's keys and values. With columns (kept by pointer), every step scores only
+// those target tokens.
 class TransformerSentencesDecoder : public decode::EncodedSentences<Transformer, TransformerEncoded> {
 public:
-    using EncodedSentences::EncodedSentences;
+    TransformerSentencesDecoder(const Transformer& model, std::vector<const TransformerEncoded*> sentences,
+                                const decode::Columns* columns = nullptr)
+        : EncodedSentences(model, std::move(sentences)), output_(model.target_embedding, columns) {}
     std::unique_ptr<decode::DecoderBatch> start_batch(const int* sentence_of_row, int rows, int capacity) const override;
     void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, const int* sentence_of_row,
                     decode::BatchOutput& out) const override;
     void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
+
+private:
+    OutputColumns output_;
 };
 
 // The full attention tensors of one chosen output: tokens y_1..y_T (no BOS/EOS) -> decoder self [L, H, T, T]

@@ -204,35 +204,49 @@ void pack_weight_panels(Linear& layer) {
     layer.weight = Matrix();
 }
 
+Linear gather_rows(const Linear& layer, const std::vector<int32_t>& rows) {
+    if (rows.empty()) fail("gather_rows: no rows");
+    for (int32_t row : rows)
+        if (!(row >= 0 && row < layer.out))
+            fail("gather_rows: row " + std::to_string(row) + " outside [0, " + std::to_string(layer.out) + ")");
+    const std::size_t count = rows.size(), in = std::size_t(layer.in);
+    Linear part;
+    part.in = layer.in;
+    part.out = static_cast<int>(count);
+    if (layer.quantized()) {
+        const std::size_t blocks_per_row = in / kernels::kQ8BlockSize;
+        part.weight_q8.resize(count * blocks_per_row);
+        for (std::size_t r = 0; r < count; ++r)
+            std::copy_n(layer.weight_q8.begin() + std::size_t(rows[r]) * blocks_per_row, blocks_per_row,
+                        part.weight_q8.begin() + r * blocks_per_row);
+        fill_q8_caches(part);
+    } else if (layer.panelled()) {
+        part.weight = Matrix::from_shape({count, in});
+        for (std::size_t r = 0; r < count; ++r) weight_row(layer, rows[r], part.weight.data() + r * in);
+        pack_weight_panels(part);
+    } else if (layer.half()) {
+        part.weight_f16.resize(count * in);
+        for (std::size_t r = 0; r < count; ++r)
+            std::copy_n(layer.weight_f16.begin() + std::size_t(rows[r]) * in, in, part.weight_f16.begin() + r * in);
+    } else {
+        part.weight = Matrix::from_shape({count, in});
+        for (std::size_t r = 0; r < count; ++r)
+            std::memcpy(part.weight.data() + r * in, layer.weight.data() + std::size_t(rows[r]) * in, sizeof(float) * in);
+    }
+    if (layer.has_bias()) {
+        part.bias = Vector::from_shape({count});
+        for (std::size_t r = 0; r < count; ++r) part.bias(r) = layer.bias(std::size_t(rows[r]));
+    }
+    return part;
+}
+
 Linear slice_rows(const Linear& layer, int begin, int count) {
     if (!(begin >= 0 && count > 0 && begin + count <= layer.out))
         fail("slice_rows: rows [" + std::to_string(begin) + ", " + std::to_string(begin + count) + ") outside [0, " +
              std::to_string(layer.out) + ")");
-    Linear part;
-    part.in = layer.in;
-    part.out = count;
-    if (layer.quantized()) {
-        const std::size_t blocks_per_row = layer.in / kernels::kQ8BlockSize;
-        part.weight_q8.assign(layer.weight_q8.begin() + std::size_t(begin) * blocks_per_row,
-                              layer.weight_q8.begin() + std::size_t(begin + count) * blocks_per_row);
-        fill_q8_caches(part);
-    } else if (layer.panelled()) {
-        part.weight = Matrix::from_shape({std::size_t(count), std::size_t(layer.in)});
-        for (int r = 0; r < count; ++r) weight_row(layer, begin + r, part.weight.data() + std::size_t(r) * layer.in);
-        pack_weight_panels(part);
-    } else if (layer.half()) {
-        part.weight_f16.assign(layer.weight_f16.begin() + std::size_t(begin) * layer.in,
-                               layer.weight_f16.begin() + std::size_t(begin + count) * layer.in);
-    } else {
-        part.weight = Matrix::from_shape({std::size_t(count), std::size_t(layer.in)});
-        std::memcpy(part.weight.data(), layer.weight.data() + std::size_t(begin) * layer.in,
-                    sizeof(float) * std::size_t(count) * layer.in);
-    }
-    if (layer.has_bias()) {
-        part.bias = Vector::from_shape({std::size_t(count)});
-        std::memcpy(part.bias.data(), layer.bias.data() + begin, sizeof(float) * count);
-    }
-    return part;
+    std::vector<int32_t> rows(static_cast<std::size_t>(count));
+    for (int r = 0; r < count; ++r) rows[r] = begin + r;
+    return gather_rows(layer, rows);
 }
 
 Linear load_linear_tensors(const gguf::File& file, const std::string& weight_name, const std::string& bias_name, int in,

@@ -59,6 +59,9 @@ void linear_batched_stack(const Linear* const* layers, int count, const float* x
 // Rows [begin, begin+count) of the layer (weights and bias): splits a fused projection such as
 // nn.MultiheadAttention's in_proj [3d, d] or a recurrent cell's stacked gates.
 Linear slice_rows(const Linear& layer, int begin, int count);
+// Rows `rows` of the layer, in that order (weights and bias, in the layer's storage): a tied output projection
+// restricted to a translation shortlist's tokens.
+Linear gather_rows(const Linear& layer, const std::vector<int32_t>& rows);
 
 // Row `row` of W (f32, for an embedding table tied to or stored as a layer), whatever holds the weights.
 void weight_row(const Linear& layer, int row, float* out);
