@@ -2,18 +2,23 @@
 # Where the npm API's time goes, by function, in wasm: relinks build/wasm's engine with function names
 # (--profiling-funcs, into build/profile/dist), translates the first 48 test2016 sentences greedily through the
 # module in Node under --cpu-prof, and prints each function's share of the samples. --paragraphs profiles the
-# paragraph benchmark's work instead: 6 paragraphs of 8 sentences, beam 4, through translate(texts[]).
-#   bash bench/profile_api.sh [MODEL.gguf] [--paragraphs]   (default: the shipped Bahdanau EN->DE f16; needs npm run build)
+# paragraph benchmark's work instead: 6 paragraphs of 8 sentences, beam 4, through translate(texts[]); with
+# --shortlist FILE, the model decodes with that translation shortlist.
+#   bash bench/profile_api.sh [MODEL.gguf] [--paragraphs] [--shortlist FILE]
+#   (default: the shipped Bahdanau EN->DE f16; needs npm run build)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export NODE_PATH=/usr/share/nodejs
 model=models/weights/bahdanau-en-de.f16.gguf
 mode=sentences
-for arg in "$@"; do
-  case "$arg" in
+shortlist=
+while [ $# -gt 0 ]; do
+  case "$1" in
     --paragraphs) mode=paragraphs ;;
-    *) model=$arg ;;
+    --shortlist) shortlist=$2; shift ;;
+    *) model=$1 ;;
   esac
+  shift
 done
 out=build/profile
 rm -rf "$out" && mkdir -p "$out/dist" "$out/cpu"
@@ -24,14 +29,15 @@ cat > "$out/run.mjs" <<'JS'
 import { readFileSync } from 'node:fs';
 const { loadModel } = await import(new URL('./lib/index.mjs', import.meta.url));
 const lines = readFileSync('build/data/multi30k/test2016.en', 'utf8').split('\n').filter(Boolean).slice(0, 48);
-const model = await loadModel(readFileSync(process.argv[2]), { useWorker: false });
+const shortlist = process.argv[4] ? readFileSync(process.argv[4]) : undefined;
+const model = await loadModel(readFileSync(process.argv[2]), { useWorker: false, shortlist });
 if (process.argv[3] === 'paragraphs') {
   for (let p = 0; p < 6; ++p) await model.translate(lines.slice(p * 8, p * 8 + 8), { beam: 4 });
 } else {
   for (const line of lines) await model.translate(line, { beam: 1 });
 }
 JS
-node --cpu-prof --cpu-prof-dir="$out/cpu" "$out/run.mjs" "$model" "$mode"
+node --cpu-prof --cpu-prof-dir="$out/cpu" "$out/run.mjs" "$model" "$mode" $shortlist
 lscpu | grep -E 'Model name|L2|L3' | sed 's/  */ /g'
 /usr/bin/python3 - "$out/cpu" <<'PY'
 import collections, glob, json, sys
@@ -41,6 +47,6 @@ time = collections.Counter()
 for sample, delta in zip(profile["samples"], profile["timeDeltas"]):
     time[names[sample]] += delta
 total = sum(time.values())
-for name, t in time.most_common(15):
+for name, t in time.most_common(20):
     print(f"{100 * t / total:5.1f}%  {name[:120]}")
 PY

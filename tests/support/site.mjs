@@ -13,8 +13,9 @@ import { CHROMIUM_ARGS, launchChromiumProfile } from './chromium.mjs';
 /**
  * Starts the site for one test file.
  *   prefix: the name prefix of the temporary folder.
- *   models: [{ from, name, id, label, task, arch, src, tgt, dtype, group, selfAttention }]: `from` is copied to models/weights/<name>
- *     (<id>.gguf when name is left out) and listed in the manifest with the copy's size and SHA-256.
+ *   models: [{ from, name, id, label, task, arch, src, tgt, dtype, group, selfAttention, shortlist }]: `from` is copied
+ *     to models/weights/<name> (<id>.gguf when name is left out) and listed in the manifest with the copy's size and
+ *     SHA-256; a translator's `shortlist` (a path) likewise, to models/weights/<id>.shortlist.gguf.
  *   unlisted: { name: path }: files copied to models/weights/<name> that the manifest does not list.
  *   args: Chromium's flags (CHROMIUM_ARGS unless given); viewport, deviceScaleFactor: Playwright's defaults unless
  *     given.
@@ -39,12 +40,16 @@ export async function startSite({ prefix = 'attnlab-e2e-', models = [], unlisted
   try {
     await mkdir(join(modelsDir, 'weights'), { recursive: true });
     const manifest = [];
-    for (const { from, name, id, label, task, arch, src, tgt, dtype, group, selfAttention } of models) {
-      const file = `models/weights/${name ?? `${id}.gguf`}`;
+    const listed = async (from, file) => {
       await copyFile(from, join(workDir, file));
       const bytes = await readFile(join(workDir, file));
-      manifest.push({ id, label, task, arch, src, tgt, dtype, group, selfAttention, file, bytes: bytes.length,
-                      sha256: createHash('sha256').update(bytes).digest('hex') });
+      return { file, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
+    };
+    for (const { from, name, id, label, task, arch, src, tgt, dtype, group, selfAttention, shortlist } of models) {
+      const entry = { id, label, task, arch, src, tgt, dtype, group, selfAttention,
+                      ...await listed(from, `models/weights/${name ?? `${id}.gguf`}`) };
+      if (shortlist) entry.shortlist = await listed(shortlist, `models/weights/${id}.shortlist.gguf`);
+      manifest.push(entry);
     }
     for (const [name, from] of Object.entries(unlisted)) await copyFile(from, join(modelsDir, 'weights', name));
     await writeFile(join(modelsDir, 'manifest.json'), JSON.stringify({ models: manifest }));

@@ -2,7 +2,7 @@
 // own part. This file only wires them together: the tab strip, the model list, and the one model cache they share.
 import { loadModel } from '/lib/index.mjs';
 import { byId, statusLine, createModelCache } from '/app/ui.mjs';
-import { available, modelUrl, readManifest } from '/app/manifest.mjs';
+import { available, loadOptionsFor, modelUrl, readManifest } from '/app/manifest.mjs';
 import { setupTabs } from '/app/widgets/tablist.mjs';
 import { setupTranslate } from '/app/tabs/translate.mjs';
 import { setupExplain } from '/app/tabs/explain.mjs';
@@ -18,8 +18,10 @@ import { openRequestedTab } from '/app/widgets/tablist.mjs';
 import { registerOfflineCopy } from '/app/offline.mjs';
 
 // One download and one Model per id for the whole page: every tab shares them (see createModelCache).
+// A translator whose entry names a shortlist decodes with it (docs/decoding.md): the page's translations are the
+// engine's fastest.
 const { getModel, loaded } = createModelCache((entry, options) =>
-  loadModel(modelUrl(entry), { sha256: entry.sha256, bytes: entry.bytes, ...options }));
+  loadModel(modelUrl(entry), { ...loadOptionsFor(entry), ...options }));
 
 // The Translate tab's beam width (the Score functions tab has its own).
 const beam = () => Number(byId('beam-select').value);

@@ -17,3 +17,9 @@ export const available = (entry) => entry.bytes > 0 && !!entry.sha256;
 
 // Manifest paths are repo-relative (models/weights/...), and the server maps /models/ to the models folder.
 export const modelUrl = (entry) => `/${entry.file}`;
+
+/** loadModel's options for an entry's file: its size and checksum, and the translation shortlist it names. */
+export const loadOptionsFor = (entry) => ({
+  sha256: entry.sha256, bytes: entry.bytes,
+  ...(entry.shortlist?.sha256 ? { shortlist: `/${entry.shortlist.file}`, shortlistSha256: entry.shortlist.sha256 } : {}),
+});

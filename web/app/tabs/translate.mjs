@@ -93,7 +93,8 @@ export async function setupTranslate({ entries, getModel, available, beam, onTra
       const results = sentences.map((sentence, k) => ({ sentence, translation: translations[k] }));
       if (run !== state.runs) return;
       byId('translate-timing').textContent = `${Math.round(performance.now() - started)} ms` +
-        (results.length > 1 ? ` · ${results.length} sentences in one call` : '');
+        (results.length > 1 ? ` · ${results.length} sentences in one call` : '') +
+        (model.info?.shortlist ? ' · vocabulary shortlist' : '');
       state.results = results;
       state.sentence = 0;
       state.pinned = null;
