@@ -197,3 +197,42 @@ TEST_CASE("linear: wrong shapes and missing tensors are reported as attnlab::Err
     const Matrix x = xt::zeros<float>({2, 9});
     CHECK_THROWS_AS(nn::linear(no_bias, x), Error);
 }
+
+TEST_CASE("linear: gather_rows keeps the storage and gives the whole layer's outputs for those rows") {
+    // A shortlist's rows, out of order and repeated, of every storage a model's output layer can have.
+    const int in = 64, out = 40;
+    nn::Linear f32;
+    f32.in = in;
+    f32.out = out;
+    f32.weight = Matrix::from_shape({std::size_t(out), std::size_t(in)});
+    f32.bias = Vector::from_shape({std::size_t(out)});
+    for (int i = 0; i < out * in; ++i) f32.weight.data()[i] = std::sin(0.13f * i);
+    for (int o = 0; o < out; ++o) f32.bias[o] = 0.1f * o;
+    nn::Linear packed = f32;
+    nn::pack_weight_panels(packed);
+    nn::Linear half = f32;
+    half.weight = Matrix();
+    for (int i = 0; i < out * in; ++i) half.weight_f16.push_back(kernels::f32_to_f16(f32.weight.data()[i]));
+    nn::Linear q8 = nn::load_linear(linear_fixture(), "q8", 64, 9);
+    const std::vector<int32_t> rows = {7, 0, 3, 3, 8};
+    const std::vector<float> x = test::random_vector(std::size_t(3) * in, 5);
+    for (const nn::Linear* layer : {&f32, &packed, &half, &q8}) {
+        const nn::Linear part = nn::gather_rows(*layer, rows);
+        CHECK(part.out == int(rows.size()));
+        CHECK(part.quantized() == layer->quantized());
+        CHECK(part.panelled() == layer->panelled());
+        CHECK(part.half() == layer->half());
+        std::vector<float> y(std::size_t(3) * rows.size()), whole(std::size_t(3) * layer->out);
+        nn::linear_batched(part, x.data(), 3, y.data());
+        nn::linear_batched(*layer, x.data(), 3, whole.data());
+        for (int r = 0; r < 3; ++r)
+            for (std::size_t k = 0; k < rows.size(); ++k)
+                CHECK(y[r * rows.size() + k] == doctest::Approx(whole[r * layer->out + rows[k]]).epsilon(1e-5));
+        std::vector<float> row(in), expected(in);
+        nn::weight_row(part, 1, row.data());
+        nn::weight_row(*layer, 0, expected.data());
+        CHECK(row == expected);
+    }
+    CHECK_THROWS_WITH_AS(nn::gather_rows(f32, {40}), "gather_rows: row 40 outside [0, 40)", Error);
+    CHECK_THROWS_WITH_AS(nn::gather_rows(f32, {}), "gather_rows: no rows", Error);
+}
