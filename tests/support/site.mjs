@@ -6,6 +6,7 @@ import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promi
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { createAppServer } from '../../web/server.mjs';
 import { CHROMIUM_ARGS, launchChromiumProfile } from './chromium.mjs';
@@ -15,7 +16,8 @@ import { CHROMIUM_ARGS, launchChromiumProfile } from './chromium.mjs';
  *   prefix: the name prefix of the temporary folder.
  *   models: [{ from, name, id, label, task, arch, src, tgt, dtype, group, selfAttention, shortlist }]: `from` is copied
  *     to models/weights/<name> (<id>.gguf when name is left out) and listed in the manifest with the copy's size and
- *     SHA-256; a translator's `shortlist` (a path) likewise, to models/weights/<id>.shortlist.gguf.
+ *     SHA-256; a translator's `shortlist` (a path, or a manifest entry's { file } in this repository) likewise, to
+ *     models/weights/<id>.shortlist.gguf.
  *   unlisted: { name: path }: files copied to models/weights/<name> that the manifest does not list.
  *   args: Chromium's flags (CHROMIUM_ARGS unless given); viewport, deviceScaleFactor: Playwright's defaults unless
  *     given.
@@ -48,7 +50,10 @@ export async function startSite({ prefix = 'attnlab-e2e-', models = [], unlisted
     for (const { from, name, id, label, task, arch, src, tgt, dtype, group, selfAttention, shortlist } of models) {
       const entry = { id, label, task, arch, src, tgt, dtype, group, selfAttention,
                       ...await listed(from, `models/weights/${name ?? `${id}.gguf`}`) };
-      if (shortlist) entry.shortlist = await listed(shortlist, `models/weights/${id}.shortlist.gguf`);
+      if (shortlist) {
+        const source = typeof shortlist === 'string' ? shortlist : fileURLToPath(new URL(`../../${shortlist.file}`, import.meta.url));
+        entry.shortlist = await listed(source, `models/weights/${id}.shortlist.gguf`);
+      }
       manifest.push(entry);
     }
     for (const [name, from] of Object.entries(unlisted)) await copyFile(from, join(modelsDir, 'weights', name));
