@@ -4,17 +4,20 @@
 # paragraphs of 8 lines (`--batch 8`: stdin lines are decoded 8 at a time, so each paragraph has its own union),
 # once over the whole vocabulary and once with `--shortlist`, for each shipped EN<->DE Bahdanau and Transformer
 # (q8_0). One JSON line per model and set: BLEU 13a both ways, the share of identical outputs, seconds both ways.
-#   bash bench/shortlist_bleu.sh [--limit N]   (needs npm run build and the prepared data: python -m attnlab.data.prepare)
+#   bash bench/shortlist_bleu.sh [--limit N] [MODEL...]   (MODEL: bahdanau-en-de, ..., transformer-de-en; default all four;
+#   needs npm run build and the prepared data: python -m attnlab.data.prepare)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PYTHONPATH="$PWD/python"
 limit=0
-[ "${1:-}" = --limit ] && limit=$2
+[ "${1:-}" = --limit ] && { limit=$2; shift 2; }
+models=("$@")
+[ ${#models[@]} -gt 0 ] || models=(bahdanau-en-de bahdanau-de-en transformer-en-de transformer-de-en)
 cli=build/native/attnlab
 out=build/shortlist/bleu
 mkdir -p "$out"
 lscpu | grep -E 'Model name|L2|L3' | sed 's/  */ /g'
-for model in bahdanau-en-de bahdanau-de-en transformer-en-de transformer-de-en; do
+for model in "${models[@]}"; do
   pair=${model#*-}
   src=${pair%-*} tgt=${pair#*-}
   for set in broad/test multi30k/test2016 broad/newstest2013; do

@@ -236,3 +236,28 @@ TEST_CASE("linear: gather_rows keeps the storage and gives the whole layer's out
     CHECK_THROWS_WITH_AS(nn::gather_rows(f32, {40}), "gather_rows: row 40 outside [0, 40)", Error);
     CHECK_THROWS_WITH_AS(nn::gather_rows(f32, {}), "gather_rows: no rows", Error);
 }
+
+TEST_CASE("linear: linear_rows takes the int8 rows of linear_batched for Q8_0 weights and linear() for the rest") {
+    const nn::Linear q8 = nn::load_linear(linear_fixture(), "q8", 64, 9);
+    nn::Linear f32;
+    f32.in = 64;
+    f32.out = 9;
+    f32.weight = Matrix::from_shape({9, 64});
+    for (int i = 0; i < 9 * 64; ++i) f32.weight.data()[i] = std::cos(0.07f * i);
+    const std::vector<float> x = test::random_vector(std::size_t(5) * 64, 9);
+    for (const nn::Linear* layer : {&q8, static_cast<const nn::Linear*>(&f32)}) {
+        std::vector<float> rows(5 * 9), expected(5 * 9);
+        nn::linear_rows(*layer, x.data(), 5, rows.data());
+        if (layer->quantized())
+            nn::linear_batched(*layer, x.data(), 5, expected.data());
+        else
+            nn::linear(*layer, x.data(), 5, expected.data());
+        CHECK(rows == expected);
+        // Each Q8_0 row is its own one-row product (its int8 rounding), which the float-activation GEMM is not.
+        for (int r = 0; r < 5; ++r) {
+            std::vector<float> one(9);
+            nn::linear(*layer, x.data() + r * 64, 1, one.data());
+            if (layer->quantized()) CHECK(std::equal(one.begin(), one.end(), rows.begin() + r * 9));
+        }
+    }
+}

@@ -41,9 +41,9 @@ void layer_norm(const LayerNorm& norm, const float* x, int rows, int d, float ep
 // x [rows, d] -> residual [rows, d] += W2 relu(W1 x + b1) + b2
 void add_feed_forward(const FeedForward& ff, const float* x, int rows, float* residual) {
     std::vector<float> hidden(std::size_t(rows) * ff.up.out), out(std::size_t(rows) * ff.down.out);
-    nn::linear(ff.up, x, rows, hidden.data());
+    nn::linear_rows(ff.up, x, rows, hidden.data());
     kernels::activate(hidden.data(), hidden.size(), kernels::Activation::relu);
-    nn::linear(ff.down, hidden.data(), rows, out.data());
+    nn::linear_rows(ff.down, hidden.data(), rows, out.data());
     kernels::axpy(static_cast<int>(out.size()), 1.0f, out.data(), residual);
 }
 
@@ -190,7 +190,7 @@ namespace {
 // Layer l's per-head queries and keys of self-attention over x [S, d], into out.
 void store_query_key(const nn::MultiHeadAttention& mha, const Matrix& x, int l, TransformerEncoded& out) {
     const int S = static_cast<int>(x.shape(0)), d = mha.d_model, H = mha.heads, hd = mha.head_dim();
-    const Matrix q = nn::linear(mha.q, x), k = nn::linear(mha.k, x);  // [S, d], head h in columns h·hd ..
+    const Matrix q = nn::linear_rows(mha.q, x), k = nn::linear_rows(mha.k, x);  // [S, d], head h in columns h·hd ..
     for (int h = 0; h < H; ++h) {
         float* queries = out.queries.data() + (std::size_t(l) * H + h) * S * hd;
         float* keys = out.keys.data() + (std::size_t(l) * H + h) * S * hd;
@@ -337,7 +337,7 @@ Matrix decode_layers(const Transformer& model, const TransformerEncoded& encoded
 
 Matrix transformer_decode_full(const Transformer& model, const TransformerEncoded& encoded,
                                const std::vector<int32_t>& inputs, Tensor4* self_attention, Tensor4* cross_attention) {
-    return nn::linear(model.target_embedding, decode_layers(model, encoded, inputs, self_attention, cross_attention));
+    return nn::linear_rows(model.target_embedding, decode_layers(model, encoded, inputs, self_attention, cross_attention));
 }
 
 decode::StatePtr TransformerDecoder::initial_state() const {

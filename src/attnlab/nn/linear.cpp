@@ -89,8 +89,9 @@ void linear(const Linear& layer, const float* x, int rows, float* y) {
         // One row (every decoder step, greedy or per beam): the int8·int8 kernel, x quantized to Q8_0 per call.
         // It reads the weights at 1 byte each with no per-weight float conversion (gemv_q8's widening made
         // q8_0 decoding slower than f32); the activation rounding is within the weights' own Q8_0 error
-        // (docs/performance.md: engine BLEU unchanged). Several rows (encoders, batched inputs) keep the
-        // float-activation GEMM, which dequantizes a panel once and reuses it across rows.
+        // (docs/performance.md: engine BLEU unchanged). Several rows (the recurrent encoders' inputs) keep the
+        // float-activation GEMM, which dequantizes a panel once and reuses it across rows; linear_rows and
+        // linear_batched take the int8 path instead.
         if (rows == 1) {
             kernels::gemv_q8_q8(layer.out, layer.in, layer.weight_q8.data(), x, y, false, packed_q8_scales(layer));
         } else {
@@ -175,6 +176,21 @@ Matrix linear(const Linear& layer, const Matrix& x) {
     Matrix y = Matrix::from_shape({x.shape()[0], std::size_t(layer.out)});
     linear(layer, x.data(), rows(x), y.data());
     return y;
+}
+
+Matrix linear_rows(const Linear& layer, const Matrix& x) {
+    if (!(x.dimension() == 2 && cols(x) == layer.in))
+        fail("linear_rows: input has " + std::to_string(cols(x)) + " columns, layer expects " + std::to_string(layer.in));
+    Matrix y = Matrix::from_shape({x.shape()[0], std::size_t(layer.out)});
+    linear_rows(layer, x.data(), rows(x), y.data());
+    return y;
+}
+
+void linear_rows(const Linear& layer, const float* x, int rows, float* y) {
+    if (layer.quantized())
+        linear_batched(layer, x, rows, y);
+    else
+        linear(layer, x, rows, y);
 }
 
 void weight_row(const Linear& layer, int row, float* out) {

@@ -50,6 +50,13 @@ Matrix linear(const Linear& layer, const Matrix& x);
 // with the weights read once for all rows. One row is exactly linear(layer, x, 1, y).
 void linear_batched(const Linear& layer, const float* x, int rows, float* y);
 
+// x [rows, in] -> y [rows, out] where Q8_0 weights take linear_batched's int8 path (each row as one row alone, its
+// activations rounded to Q8_0 as every decoder step rounds its row; the int8 GEMM is also the faster one in wasm)
+// and every other storage linear(). What the Transformer's layers use, so that its encoder and its decoder steps
+// go through the same arithmetic.
+void linear_rows(const Linear& layer, const float* x, int rows, float* y);
+Matrix linear_rows(const Linear& layer, const Matrix& x);
+
 // linear_batched of the same x through several layers of the same `in` (a multi-head attention's query, key and
 // value projections): y[i] [rows, layers[i]->out] is bit for bit linear_batched(*layers[i], x, rows, y[i]). Up to 4
 // Q8_0 layers whose `out` are multiples of 64 (the last any) share one quantizing of x and one split over the pool

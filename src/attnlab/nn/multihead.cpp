@@ -54,9 +54,9 @@ Matrix mha_forward(const MultiHeadAttention& mha, const Matrix& query, const Mat
     check_width(key_value, d, "key_value");
     const int T = rows(query), S = rows(key_value);
 
-    const Matrix Q = linear(mha.q, query);      // [T, d]
-    const Matrix K = linear(mha.k, key_value);  // [S, d]
-    const Matrix V = linear(mha.v, key_value);  // [S, d]
+    const Matrix Q = linear_rows(mha.q, query);      // [T, d]
+    const Matrix K = linear_rows(mha.k, key_value);  // [S, d]
+    const Matrix V = linear_rows(mha.v, key_value);  // [S, d]
 
     // The combined mask [T, S]: padding columns, and for causal the upper triangle j > i.
     std::vector<uint8_t> mask;
@@ -90,7 +90,7 @@ Matrix mha_forward(const MultiHeadAttention& mha, const Matrix& query, const Mat
             kernels::gemm_nn(T, hd, S, weights.data(), S, V.data() + h * hd, d, concat.data() + h * hd, d);
         }
     }
-    return linear(mha.out, concat);
+    return linear_rows(mha.out, concat);
 }
 
 KVCache make_kv_cache(const MultiHeadAttention& mha, int capacity) {
@@ -107,8 +107,8 @@ KVCache mha_precompute_kv(const MultiHeadAttention& mha, const Matrix& memory) {
     validate(mha);
     check_width(memory, mha.d_model, "memory");
     KVCache cache;
-    cache.k = linear(mha.k, memory);
-    cache.v = linear(mha.v, memory);
+    cache.k = linear_rows(mha.k, memory);
+    cache.v = linear_rows(mha.v, memory);
     cache.length = rows(memory);
     return cache;
 }
