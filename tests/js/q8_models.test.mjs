@@ -17,14 +17,14 @@ const TRANSFORMER = join(repoRoot, 'models/weights/transformer-en-de.q8_0.gguf')
 const CAPTIONER = join(repoRoot, 'models/weights/captioner-flickr8k-14x14.q8_0.gguf');
 const SENTENCES = ['A man in a blue shirt is standing on a ladder.', 'Two dogs are running through the snow.',
                    'A little girl is playing with a ball in the park.'];
-// The per-layer tensors are recomputed over the whole output with float activations (gemm_nt_q8): only float
-// sums are ordered differently, so they agree to float rounding (measured: under 1e-6).
-const TENSOR_TOLERANCE = 1e-5;
-// The per-word attention comes from the decoder steps, whose Q8_0 GEMV rounds its input to int8 per 32-block
-// (gemv_q8_q8): an activation that lies within float rounding of a rounding boundary can land on neighbouring
-// int8 values in the two builds, a step of max|x_block|/127 in one input, which moves a weight by up to about
-// 1/127 of itself (measured: 8e-4 on one sentence, 1e-7 on the others). A wrong computation moves it by tenths.
+// Every Q8_0 product of the Transformer rounds its input rows to int8 per 32-block (the decoder steps' gemv_q8_q8,
+// the encoder's and the per-layer re-run's int8 rows, nn::linear_rows): an activation that lies within float
+// rounding of a rounding boundary can land on neighbouring int8 values in the two builds (FMA natively, none in
+// wasm), a step of max|x_block|/127 in one input, which moves a weight by up to about 1/127 of itself, and through
+// the later layers a little more. Measured on the sentences below: the per-word attention 8.5e-4 on one sentence
+// and 2e-5 on the others; the per-layer tensors 5.5e-3 on that sentence. A wrong computation moves them by tenths.
 const STEP_TOLERANCE = 5e-3;
+const TENSOR_TOLERANCE = 1e-2;
 // The captioner's image goes through the resize and the encoder first, whose float sums differ between the builds
 // (FMA natively, none in wasm) by a rounding; few of its decoder's int8 inputs move, so its attention stays within
 // 2e-5 of the CLI's (measured), while the f16 file's attention, a near miss, is 7e-5 to 1.3e-4 away.
