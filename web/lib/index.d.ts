@@ -168,8 +168,9 @@ export interface TranslateOptions {
    *  (default false: that takes one more decoder pass over the chosen output, an eighth of a paragraph's time). */
   allLayers?: boolean;
   /** Score only the target pieces of the model's shortlist (LoadOptions.shortlist) for the texts decoded together:
-   *  faster, at a BLEU cost measured in docs/performance.md. Default: true when a shortlist was loaded; true
-   *  without one rejects with ATTNLAB_BAD_OPTIONS, as does true with queryKey. */
+   *  faster, at a BLEU cost measured in docs/performance.md. Default: true when a shortlist was loaded, except
+   *  with queryKey (that call decodes over the whole vocabulary); true without one rejects with
+   *  ATTNLAB_BAD_OPTIONS, as does true with queryKey. */
   shortlist?: boolean;
   /** Cancels the call: it rejects with an AbortError (code ATTNLAB_ABORTED); see Model. */
   signal?: AbortSignal;
