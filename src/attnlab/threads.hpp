@@ -1,6 +1,8 @@
 #pragma once
 // How many threads the engine's matrix products run on (the calling thread included). Results do not depend on
-// it: the work is split along output rows, never along a sum, so every thread count gives the same bits.
+// it: the work is split along output rows, never along a sum, so every thread count gives the same bits (except
+// Model::translate(texts) with f16 weights: its sentences decode in one lane per thread, and a smaller batch's
+// float GEMM may round in the last bits; the same tokens).
 namespace attnlab {
 
 // set_threads(n) if it was called, else ATTNLAB_THREADS (native builds: a whole number, or "auto"), else the

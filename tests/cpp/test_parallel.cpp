@@ -1,12 +1,14 @@
 // The thread pool (parallel/pool.hpp, attnlab/threads.hpp): every piece of a range runs exactly once, on more than
 // one thread when the work is large; the dispatched GEMMs and GEMVs split over it give the one-thread result bit
 // for bit (shapes with remainders, both split directions, accumulate on and off); and whole models (the fixture and
-// shipped translators, the shipped captioner) give identical tokens and attention with 1, 2 and 3 threads.
+// shipped translators, the shipped captioner) give identical tokens and attention with 1, 2 and 3 threads (a
+// paragraph of f16 weights: the same tokens, attention within float rounding).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -314,13 +316,17 @@ const std::vector<std::string> kSentences = {"A man is riding a bicycle down the
 
 }  // namespace
 
-// A paragraph through translate(texts): the sentences decoded together, their choices of each step made
-// concurrently (decode::search_sentences).
-std::vector<float> paragraph_bits(const Model& model, int beam) {
+// A paragraph through translate(texts): the sentences decoded together, in one lane per thread
+// (decode::search_sentences), their choices of each step made concurrently.
+std::vector<Translation> paragraph(const Model& model, int beam) {
     TranslateOptions options;
     options.beam = beam;
+    return model.translate(kSentences, options);
+}
+
+std::vector<float> paragraph_bits(const Model& model, int beam) {
     std::vector<float> out;
-    for (const Translation& t : model.translate(kSentences, options)) {
+    for (const Translation& t : paragraph(model, beam)) {
         for (int32_t id : t.target_ids) out.push_back(static_cast<float>(id));
         out.push_back(-1.0f);
         out.insert(out.end(), t.attention.begin(), t.attention.end());
@@ -328,6 +334,36 @@ std::vector<float> paragraph_bits(const Model& model, int beam) {
         out.push_back(t.log_probability);
     }
     return out;
+}
+
+bool close_values(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (!(std::abs(a[i] - b[i]) <= 1e-6f + 1e-5f * std::abs(b[i]))) return false;
+    return true;
+}
+
+// The lanes put a paragraph's sentences in smaller batches with more threads; f16 weights' float GEMM picks its
+// path by the row count (register tiles below 8 rows, the packed GEMM above), so its rows may round differently in
+// the last bits, never in the tokens.
+void check_paragraph_within_rounding(const Model& model, int beam) {
+    std::vector<Translation> reference;
+    {
+        ThreadCount one(1);
+        reference = paragraph(model, beam);
+    }
+    for (int n : other_thread_counts()) {
+        ThreadCount count(n);
+        CAPTURE(n);
+        const std::vector<Translation> out = paragraph(model, beam);
+        REQUIRE(out.size() == reference.size());
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            CHECK(out[i].target_ids == reference[i].target_ids);
+            CHECK(close_values(out[i].attention, reference[i].attention));
+            CHECK(close_values(out[i].scores, reference[i].scores));
+            CHECK(out[i].log_probability == doctest::Approx(reference[i].log_probability).epsilon(1e-5));
+        }
+    }
 }
 
 TEST_CASE("translators give the same tokens, attention and scores with 1, 2 and 3 threads") {
@@ -349,7 +385,10 @@ TEST_CASE("translators give the same tokens, attention and scores with 1, 2 and 
                 CAPTURE(n);
                 CHECK(same_bits(translation_bits(model, kSentences, beam), reference));
             }
-            check_thread_invariant("paragraph", [&] { return paragraph_bits(model, beam); });
+            if (std::string(file).find(".f16.") != std::string::npos)
+                check_paragraph_within_rounding(model, beam);
+            else
+                check_thread_invariant("paragraph", [&] { return paragraph_bits(model, beam); });
         }
     }
 }

@@ -199,3 +199,13 @@ TEST_CASE("length_buckets: by length, ties in input order, at most max_rows / be
     CHECK(decode::length_buckets(lengths, 1).size() == 1);
     CHECK(decode::length_buckets({}, 4).empty());
 }
+
+TEST_CASE("sentence_lanes: every sentence once, longest first to the lightest lane, each lane in index order") {
+    const std::vector<int> lengths = {5, 3, 9, 3, 1, 7, 5};
+    const std::vector<std::vector<int>> two = {{2, 3, 6}, {0, 1, 4, 5}};  // total lengths 17 and 16
+    CHECK(decode::sentence_lanes(lengths, 2) == two);
+    CHECK(decode::sentence_lanes(lengths, 1) == std::vector<std::vector<int>>{{0, 1, 2, 3, 4, 5, 6}});
+    CHECK(decode::sentence_lanes({4, 2}, 8).size() == 2);  // never an empty lane beside a full one
+    CHECK(decode::sentence_lanes({}, 2) == std::vector<std::vector<int>>{{}});
+    CHECK(decode::sentence_lanes({0, 0, 0}, 2) == std::vector<std::vector<int>>{{0, 2}, {1}});  // empty texts weigh 1
+}

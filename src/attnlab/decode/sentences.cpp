@@ -5,6 +5,7 @@
 
 #include "attnlab/decode/batched.hpp"
 #include "attnlab/parallel/pool.hpp"
+#include "attnlab/threads.hpp"
 
 namespace attnlab::decode {
 
@@ -14,12 +15,15 @@ namespace {
 // selection after it.
 constexpr double kChoiceWorkPerElement = 10.0;
 
-// search_sentences with one Search (GreedySearch or BeamSearch) per sentence, each taking its decisions from its
-// own rows of every step.
+// A lane's decoding costs the pool at least this many multiply-adds: a decoder step of the smallest shipped
+// translator (the Score functions tab's, 2 x 128 encoder) is ~0.3 M per row, and a sentence takes several steps.
+constexpr double kLaneWork = 1e7;
+
+// search_sentences for the sentences `subset` of the decoder (results written at their indices), with one Search
+// (GreedySearch or BeamSearch) per sentence, each taking its decisions from its own rows of every step.
 template <class Search>
-std::vector<Hypothesis> search_each(const SentencesDecoder& decoder, const SearchOptions& options) {
-    const int count = decoder.sentences();
-    std::vector<Hypothesis> results(static_cast<std::size_t>(count));
+void search_each(const SentencesDecoder& decoder, const SearchOptions& options, const std::vector<int>& subset,
+                 std::vector<Hypothesis>& results) {
     struct Sentence {
         int index;
         int first;  // its first row in the batch
@@ -30,7 +34,7 @@ std::vector<Hypothesis> search_each(const SentencesDecoder& decoder, const Searc
     std::vector<Sentence> sentences;
     std::vector<int32_t> tokens, next_tokens, parents;
     std::vector<int> sentence_of_row, next_sentence_of_row;
-    for (int s = 0; s < count; ++s) {
+    for (int s : subset) {
         const int max_length = max_target_length(options, decoder.source_length(s));
         if (max_length <= 0) continue;
         sentences.push_back({s, static_cast<int>(tokens.size()),
@@ -38,7 +42,7 @@ std::vector<Hypothesis> search_each(const SentencesDecoder& decoder, const Searc
         tokens.push_back(decoder.bos());
         sentence_of_row.push_back(s);
     }
-    if (tokens.empty()) return results;
+    if (tokens.empty()) return;
     const int capacity = static_cast<int>(sentences.size()) * options.beam;
     std::unique_ptr<DecoderBatch> batch =
         decoder.start_batch(sentence_of_row.data(), static_cast<int>(tokens.size()), capacity);
@@ -76,15 +80,43 @@ std::vector<Hypothesis> search_each(const SentencesDecoder& decoder, const Searc
         sentence_of_row.swap(next_sentence_of_row);
     }
     for (Sentence& sentence : sentences) results[static_cast<std::size_t>(sentence.index)] = sentence.search.result();
-    return results;
 }
 
 }  // namespace
 
+std::vector<std::vector<int>> sentence_lanes(const std::vector<int>& lengths, int lanes) {
+    const int count = static_cast<int>(lengths.size());
+    lanes = std::max(1, std::min(lanes, count));
+    std::vector<int> order(lengths.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return lengths[a] > lengths[b]; });
+    std::vector<std::vector<int>> result(static_cast<std::size_t>(lanes));
+    std::vector<long long> load(static_cast<std::size_t>(lanes), 0);
+    for (int s : order) {
+        const auto lightest = std::min_element(load.begin(), load.end()) - load.begin();
+        result[lightest].push_back(s);
+        load[lightest] += std::max(lengths[s], 1);
+    }
+    for (std::vector<int>& lane : result) std::sort(lane.begin(), lane.end());
+    return result;
+}
+
 std::vector<Hypothesis> search_sentences(const SentencesDecoder& decoder, const SearchOptions& options) {
     validate(options);
-    return options.beam == 1 ? search_each<GreedySearch>(decoder, options)
-                             : search_each<BeamSearch<>>(decoder, options);
+    const int count = decoder.sentences();
+    std::vector<Hypothesis> results(static_cast<std::size_t>(count));
+    std::vector<int> lengths(static_cast<std::size_t>(count));
+    for (int s = 0; s < count; ++s) lengths[s] = decoder.source_length(s);
+    const std::vector<std::vector<int>> lanes = sentence_lanes(lengths, threads());
+    parallel::parallel_for(static_cast<int>(lanes.size()), 1, kLaneWork * count, [&](int begin, int end) {
+        for (int lane = begin; lane < end; ++lane) {
+            if (options.beam == 1)
+                search_each<GreedySearch>(decoder, options, lanes[lane], results);
+            else
+                search_each<BeamSearch<>>(decoder, options, lanes[lane], results);
+        }
+    });
+    return results;
 }
 
 std::vector<std::vector<int>> length_buckets(const std::vector<int>& lengths, int beam, int max_rows) {

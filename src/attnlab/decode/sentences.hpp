@@ -65,7 +65,17 @@ private:
 
 // The best hypothesis of every sentence of the decoder, in its order, as search() finds it for each one alone
 // (SearchOptions::batched), search trees included when record_tree. Throws attnlab::Error on bad options.
+// With several threads the sentences are dealt into one lane per thread (sentence_lanes), and the lanes decode
+// side by side, each as its own batch on one thread: a step's products then need no hand-over between threads,
+// and what would run on one thread alone (the search's choices and bookkeeping, the activations) runs in parallel
+// too. The int8 and f32-panel products compute each row alone, so with q8_0 and f32 weights any split gives the
+// same bits; f16 weights' float GEMM picks register tiles or the packed GEMM by the row count, so a lane's smaller
+// batch may round in the last bits (the same tokens, tests/cpp/test_parallel.cpp).
 std::vector<Hypothesis> search_sentences(const SentencesDecoder& decoder, const SearchOptions& options);
+
+// Sentence indices (lengths: their source lengths) dealt into at most `lanes` non-empty lanes of about equal total
+// length, longest first to the lightest lane; each lane in index order.
+std::vector<std::vector<int>> sentence_lanes(const std::vector<int>& lengths, int lanes);
 
 // The most rows one batched step of several sentences holds (sentences × beam): enough for the GEMMs to read
 // each weight once for many rows, few enough that the Transformer's per-row caches stay small.

@@ -3,9 +3,11 @@
 // kernel dispatcher (kernels/dispatch.cpp) splits GEMM and GEMV output rows over it, never a reduction; above the
 // kernels, nn::bigru_forward runs its two directions as two pieces, nn::attend_rows / attend_rows_each and the
 // Transformer's batched step split a batch's attention rows (for_each_item), the int8 products the rows of their
-// activations' quantizing, decode::search_sentences the sentences' choices of a step and Model::translate(texts)
-// the sentences' encoders. Every output value is computed by the same instructions in the same order whatever the thread count:
-// the results are bit-identical to one thread's (tests/cpp/test_parallel.cpp checks kernels and models).
+// activations' quantizing, decode::search_sentences its lanes of sentences (each lane a batch decoded on one
+// thread, the products inside it unsplit) and Model::translate(texts) the sentences' encoders. Every output value
+// is computed by the same instructions in the same order whatever the thread count: the results are bit-identical
+// to one thread's (tests/cpp/test_parallel.cpp checks kernels and models), except where the lanes change a batch's
+// row count for a kernel that picks its path by it (the f16 weights' float GEMM: decode/sentences.hpp).
 //
 // Workers that run out of work spin for up to ~0.2 ms (a decoder step is a burst of GEMVs a few
 // microseconds apart, and waking a sleeping thread costs more than that), then sleep on a condition variable.
