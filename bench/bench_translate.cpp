@@ -164,30 +164,34 @@ struct RnnProfile {
 void profile_rnn(const models::RnnSeq2Seq& model, const std::vector<std::vector<int32_t>>& sentences,
                  RnnProfile& p) {
     const auto& c = model.config;
-    const int memory = 2 * c.encoder_hidden;
-    std::vector<float> gru_input(std::size_t(c.embedding + memory)), deep_input(std::size_t(c.decoder_hidden + memory + c.embedding));
-    std::vector<float> t(std::size_t(c.embedding)), logits(std::size_t(c.target_vocab)), next(std::size_t(c.decoder_hidden));
+    const int H = c.decoder_hidden, emb = c.embedding;
+    std::vector<float> embedded(static_cast<std::size_t>(emb)), t(embedded), t_embedded(embedded);
+    std::vector<float> input_gates(3 * static_cast<std::size_t>(H)), hidden_gates(input_gates);
+    std::vector<float> logits(static_cast<std::size_t>(c.target_vocab)), next(static_cast<std::size_t>(H));
     for (const auto& ids : sentences) {
         const models::RnnEncoded encoded = models::rnn_encode(model, ids);
+        const int S = int(encoded.memory.shape()[0]);
         std::vector<float> state(encoded.initial_state.begin(), encoded.initial_state.end());
         const int limit = decode::max_target_length({}, int(ids.size()));
         int32_t token = model.bos;
         for (int i = 0; i < limit; ++i) {
             auto t0 = Clock::now();
-            models::embedding_row(model.target_embedding, token, gru_input.data());
+            models::embedding_row(model.target_embedding, token, embedded.data());
             p.other += ms_since(t0);
             t0 = Clock::now();
             const nn::AttentionResult attention = nn::attend(model.attention, encoded.keys, state.data(), encoded.memory, nullptr);
             p.attention += ms_since(t0);
             t0 = Clock::now();
-            std::copy(attention.context.begin(), attention.context.end(), gru_input.begin() + c.embedding);
-            nn::gru_step(model.decoder, gru_input.data(), state.data(), next.data());
+            nn::linear(model.decoder.ih, embedded.data(), 1, input_gates.data());
+            kernels::gemv_t(S, 3 * H, encoded.memory_gates.data(), 3 * H, attention.weights.data(), input_gates.data(), true);
+            nn::linear(model.decoder.hh, state.data(), 1, hidden_gates.data());
+            kernels::gru_gates(1, H, input_gates.data(), hidden_gates.data(), state.data(), next.data());
             p.gru += ms_since(t0);
             t0 = Clock::now();
-            std::copy(next.begin(), next.end(), deep_input.begin());
-            std::copy(attention.context.begin(), attention.context.end(), deep_input.begin() + c.decoder_hidden);
-            std::copy(gru_input.begin(), gru_input.begin() + c.embedding, deep_input.begin() + c.decoder_hidden + memory);
-            nn::linear(model.deep_output, deep_input.data(), 1, t.data());
+            nn::linear(model.deep_embedding, embedded.data(), 1, t_embedded.data());
+            kernels::gemv_t(S, emb, encoded.memory_deep.data(), emb, attention.weights.data(), t_embedded.data(), true);
+            nn::linear(model.deep_state, next.data(), 1, t.data());
+            kernels::axpy(emb, 1.0f, t_embedded.data(), t.data());
             kernels::activate(t.data(), t.size(), kernels::Activation::tanh);
             p.deep_output += ms_since(t0);
             t0 = Clock::now();
@@ -215,8 +219,9 @@ std::pair<const char*, std::size_t> weight_bytes(const nn::Linear& layer) {
 }
 
 std::vector<const nn::Linear*> rnn_step_weights(const models::RnnSeq2Seq& model) {
-    return {&model.attention.query_proj, &model.decoder.ih, &model.decoder.hh, &model.deep_output,
-            &model.target_embedding};
+    // The context's columns of the GRU and W_t act once per sentence (rnn_encode), not per step.
+    return {&model.attention.query_proj, &model.decoder.ih, &model.decoder.hh, &model.deep_state,
+            &model.deep_embedding, &model.target_embedding};
 }
 
 std::vector<const nn::Linear*> transformer_step_weights(const models::Transformer& model) {

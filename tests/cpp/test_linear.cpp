@@ -261,3 +261,53 @@ TEST_CASE("linear: linear_rows takes the int8 rows of linear_batched for Q8_0 we
         }
     }
 }
+
+TEST_CASE("linear: slice_columns splits a layer over a concatenated input, W [x ; c] + b = (W_x x + b) + W_c c") {
+    const int in = 64, out = 12;
+    nn::Linear f32;
+    f32.in = in;
+    f32.out = out;
+    f32.weight = Matrix::from_shape({std::size_t(out), std::size_t(in)});
+    f32.bias = Vector::from_shape({std::size_t(out)});
+    for (int i = 0; i < out * in; ++i) f32.weight.data()[i] = std::sin(0.11f * i);
+    for (int o = 0; o < out; ++o) f32.bias[o] = 0.2f * o;
+    nn::Linear packed = f32;
+    nn::pack_weight_panels(packed);
+    nn::Linear half = f32;
+    half.weight = Matrix();
+    for (int i = 0; i < out * in; ++i) half.weight_f16.push_back(kernels::f32_to_f16(f32.weight.data()[i]));
+    nn::Linear q8 = nn::load_linear(linear_fixture(), "q8", 64, 9);
+    for (const nn::Linear* layer : {&f32, &packed, &half, &q8}) {
+        for (int cut : {32, 16}) {  // on a Q8_0 block boundary, and inside a block
+            CAPTURE(cut);
+            const nn::Linear first = nn::slice_columns(*layer, 0, cut, true);
+            const nn::Linear second = nn::slice_columns(*layer, cut, in - cut, false);
+            CHECK(first.in == cut);
+            CHECK(second.in == in - cut);
+            CHECK(first.has_bias() == layer->has_bias());
+            CHECK_FALSE(second.has_bias());
+            // Q8_0 stays Q8_0 (the same blocks) where whole blocks are taken; a cut block becomes its f32 values.
+            CHECK(first.quantized() == (layer->quantized() && cut % 32 == 0));
+            CHECK(first.half() == layer->half());
+            const Matrix whole = nn::weight_matrix(*layer), a = nn::weight_matrix(first), b = nn::weight_matrix(second);
+            bool same = true;
+            for (int o = 0; o < layer->out; ++o)
+                for (int k = 0; k < in; ++k)
+                    same &= whole(o, k) == (k < cut ? a(o, k) : b(o, k - cut));
+            CHECK(same);
+        }
+    }
+    // The parts' products add up to the whole layer's (f32: up to summation order).
+    const std::vector<float> x = test::random_vector(std::size_t(3) * in, 11);
+    std::vector<float> x_part(std::size_t(3) * 32), c_part(std::size_t(3) * 32);
+    for (int r = 0; r < 3; ++r) {
+        std::copy_n(x.begin() + r * in, 32, x_part.begin() + r * 32);
+        std::copy_n(x.begin() + r * in + 32, 32, c_part.begin() + r * 32);
+    }
+    std::vector<float> whole(std::size_t(3) * out), y(whole.size()), yc(whole.size());
+    nn::linear(f32, x.data(), 3, whole.data());
+    nn::linear(nn::slice_columns(f32, 0, 32, true), x_part.data(), 3, y.data());
+    nn::linear(nn::slice_columns(f32, 32, 32, false), c_part.data(), 3, yc.data());
+    for (std::size_t i = 0; i < whole.size(); ++i) CHECK(y[i] + yc[i] == doctest::Approx(whole[i]).epsilon(1e-5));
+    CHECK_THROWS_WITH_AS(nn::slice_columns(f32, 40, 32, false), "slice_columns: columns [40, 72) outside [0, 64)", Error);
+}

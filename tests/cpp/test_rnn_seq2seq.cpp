@@ -252,11 +252,15 @@ TEST_CASE("rnn_seq2seq: Q8_0 decoder steps (int8 activations) stay within the we
     models::RnnSeq2Seq float_activations = q8;
     for (nn::Linear* layer : {&float_activations.attention.query_proj, &float_activations.attention.key_proj,
                               &float_activations.decoder.ih, &float_activations.decoder.hh,
-                              &float_activations.deep_output, &float_activations.target_embedding})
+                              &float_activations.decoder_context, &float_activations.deep_state,
+                              &float_activations.deep_context, &float_activations.deep_embedding,
+                              &float_activations.target_embedding})
         *layer = dequantized(*layer);
     const std::vector<int32_t> source = expected.get_i32_array("sentence.0.source_ids");
     const int V = q8.config.target_vocab, H = q8.config.decoder_hidden;
+    // The same annotations (both encoders' weights are Q8_0), projected for the steps with and without int8 rounding.
     const models::RnnEncoded encoded = models::rnn_encode(q8, source);
+    const models::RnnEncoded encoded_ref = models::rnn_encode(float_activations, source);
     const std::vector<int32_t> tokens = expected.get_i32_array("probe.tokens");
     const int steps = int(tokens.size());
     REQUIRE(steps >= 3);
@@ -269,7 +273,7 @@ TEST_CASE("rnn_seq2seq: Q8_0 decoder steps (int8 activations) stay within the we
     for (int i = 0; i < steps; ++i) {
         if (i > 0) std::copy(states_f32.data() + std::size_t(i - 1) * H, states_f32.data() + std::size_t(i) * H, state.begin());
         models::rnn_step(q8, encoded, tokens[i], state.data(), next.data(), out);
-        models::rnn_step(float_activations, encoded, tokens[i], state.data(), next_ref.data(), out_ref);
+        models::rnn_step(float_activations, encoded_ref, tokens[i], state.data(), next_ref.data(), out_ref);
         REQUIRE(out.logits.size() == std::size_t(V));
         activation_error = std::max(activation_error, max_abs_diff(out.logits.data(), out_ref.logits.data(), V));
         weight_error = std::max(weight_error, max_abs_diff(out_ref.logits.data(), logits_f32.data() + std::size_t(i) * V, V));

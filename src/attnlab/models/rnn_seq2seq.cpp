@@ -8,6 +8,7 @@
 #include "attnlab/io/gguf.hpp"
 #include "attnlab/models/metadata.hpp"
 #include "attnlab/kernels/kernels.hpp"
+#include "attnlab/parallel/pool.hpp"
 
 namespace attnlab::models {
 
@@ -68,8 +69,16 @@ RnnSeq2Seq load_rnn_seq2seq(const gguf::File& file) {
     model.encoder = nn::load_bigru(file, "encoder", c.embedding, c.encoder_hidden);
     model.init = nn::load_linear(file, "init", memory, c.decoder_hidden);
     model.attention = nn::load_attention(file, "attn", c.score, c.decoder_hidden, memory, c.attention_dim);
-    model.decoder = nn::load_gru_cell(file, "decoder", c.embedding + memory, c.decoder_hidden);
-    model.deep_output = nn::load_linear(file, "deep_out", c.decoder_hidden + memory + c.embedding, c.embedding);
+    // Split by input (the header's note): [E_tgt[y] ; c] for the GRU, [s ; c ; E_tgt[y]] for W_t.
+    nn::GRUCell decoder = nn::load_gru_cell(file, "decoder", c.embedding + memory, c.decoder_hidden);
+    model.decoder = decoder;
+    model.decoder.input_size = c.embedding;
+    model.decoder.ih = nn::slice_columns(decoder.ih, 0, c.embedding, true);
+    model.decoder_context = nn::slice_columns(decoder.ih, c.embedding, memory, false);
+    const nn::Linear deep = nn::load_linear(file, "deep_out", c.decoder_hidden + memory + c.embedding, c.embedding);
+    model.deep_state = nn::slice_columns(deep, 0, c.decoder_hidden, true);
+    model.deep_context = nn::slice_columns(deep, c.decoder_hidden, memory, false);
+    model.deep_embedding = nn::slice_columns(deep, c.decoder_hidden + memory, c.embedding, false);
 
     model.bos = static_cast<int>(file.get_u32("tokenizer.target.bos_token_id"));
     model.eos = static_cast<int>(file.get_u32("tokenizer.target.eos_token_id"));
@@ -85,10 +94,13 @@ RnnEncoded rnn_encode(const RnnSeq2Seq& model, const std::vector<int32_t>& sourc
     for (int j = 0; j < length; ++j)
         embedding_row(model.source_embedding, source_ids[j], embedded.data() + std::size_t(j) * c.embedding);
 
-    nn::BiGRUOutput encoder = nn::bigru_forward(model.encoder, embedded);  // outputs [S, 2E], final [2, E]
+    // Q8_0 weights round the encoder's activations to int8 as the decoder steps do (nn::SequenceProducts).
+    nn::BiGRUOutput encoder = nn::bigru_forward(model.encoder, embedded, nullptr, nn::SequenceProducts::rows);  // [S, 2E], [2, E]
     RnnEncoded out;
     out.memory = std::move(encoder.outputs);
-    out.keys = nn::prepare_keys(model.attention, out.memory);
+    out.keys = nn::prepare_keys(model.attention, out.memory, nn::SequenceProducts::rows);
+    out.memory_gates = nn::linear_rows(model.decoder_context, out.memory);
+    out.memory_deep = nn::linear_rows(model.deep_context, out.memory);
     out.initial_state = Vector::from_shape({static_cast<std::size_t>(c.decoder_hidden)});
     // final_hidden rows are [→h_S ; ←h_1], contiguous: exactly init's input.
     nn::linear(model.init, encoder.final_hidden.data(), 1, out.initial_state.data());
@@ -120,47 +132,57 @@ void gru_deep_output_step(const nn::Linear& embedding, const nn::GRUCell& gru, c
 
 void rnn_step(const RnnSeq2Seq& model, const RnnEncoded& encoded, int32_t token, const float* state,
               float* next_state, decode::StepOutput& out) {
-    nn::AttentionResult attention = nn::attend(model.attention, encoded.keys, state, encoded.memory, nullptr);
-    // The output projection is tied to the target embedding.
-    gru_deep_output_step(model.target_embedding, model.decoder, model.deep_output, model.target_embedding, token,
-                         attention.context, state, model.config.decoder_hidden, next_state, out.logits);
-    out.weights.assign(attention.weights.begin(), attention.weights.end());
-    out.scores.assign(attention.scores.begin(), attention.scores.end());
-    out.context.assign(attention.context.begin(), attention.context.end());
+    // The batched step on one row: the one-hypothesis search and the batched ones share every operation.
+    thread_local RnnStepScratch scratch;
+    const std::size_t S = static_cast<std::size_t>(encoded.keys.length);
+    out.logits.resize(static_cast<std::size_t>(model.config.target_vocab));
+    out.weights.resize(S);
+    out.scores.resize(S);
+    out.context.resize(2 * static_cast<std::size_t>(model.config.encoder_hidden));
+    rnn_step_rows(model, encoded, &token, 1, state, next_state, out.logits.data(), out.weights.data(),
+                  out.scores.data(), out.context.data(), scratch);
 }
 
 void RnnStepScratch::reserve(const RnnSeq2SeqConfig& c, int capacity) {
-    const std::size_t rows = static_cast<std::size_t>(capacity), memory = 2 * static_cast<std::size_t>(c.encoder_hidden);
-    gru_input.resize(rows * (c.embedding + memory));
-    deep_input.resize(rows * (c.decoder_hidden + memory + c.embedding));
+    const std::size_t rows = static_cast<std::size_t>(capacity);
+    embedded.resize(rows * c.embedding);
     deep.resize(rows * c.embedding);
+    deep_embedded.resize(rows * c.embedding);
     gates.resize(rows * 6 * c.decoder_hidden);
 }
 
 namespace {
 
-// The step of rnn_step_rows around an attention that fills scores, weights and context [rows, 2E] from the
-// states; everything else is one matrix product over all rows.
-template <typename Attend>
+// The step of rnn_step_rows around an attention that fills weights [rows, stride] (and scores, context) from the
+// states; source_of(r) is row r's encoded sentence. Every product is one pass over its weights for all rows; each
+// row adds its own annotations' projections weighted by its attention (W c_i = Σ_j a_ij (W h_j)).
+template <typename Attend, typename SourceOf>
 void step_rows(const RnnSeq2Seq& model, const int32_t* tokens, int rows, const float* states, float* next_states,
-               float* logits, float* context, RnnStepScratch& scratch, const nn::Linear& output, Attend&& attend) {
+               float* logits, const float* weights, int stride, RnnStepScratch& scratch, const nn::Linear& output,
+               Attend&& attend, SourceOf&& source_of) {
     const RnnSeq2SeqConfig& c = model.config;
-    const std::size_t memory = 2 * static_cast<std::size_t>(c.encoder_hidden), emb = c.embedding,
-                      H = c.decoder_hidden, gru_width = emb + memory, deep_width = H + memory + emb;
+    const int emb = c.embedding, H = c.decoder_hidden;
     if (scratch.gates.size() < static_cast<std::size_t>(rows) * 6 * H) scratch.reserve(c, rows);
-    // Row r of x = [E_tgt[y_{i-1}] ; c_i] is its GRU input; the deep output reads [s_i ; c_i ; E_tgt[y_{i-1}]].
-    for (int r = 0; r < rows; ++r) embedding_row(model.target_embedding, tokens[r], scratch.gru_input.data() + r * gru_width);
+    float* embedded = scratch.embedded.data();            // [rows, emb] E_tgt[y_{i-1}]
+    float* input_gates = scratch.gates.data();            // [rows, 3H]
+    float* hidden_gates = input_gates + std::size_t(rows) * 3 * H;
+    for (int r = 0; r < rows; ++r) embedding_row(model.target_embedding, tokens[r], embedded + std::size_t(r) * emb);
     attend();
-    for (int r = 0; r < rows; ++r)
-        std::copy_n(context + r * memory, memory, scratch.gru_input.data() + r * gru_width + emb);
-    nn::gru_step_rows(model.decoder, scratch.gru_input.data(), states, rows, next_states, scratch.gates.data());
-    for (int r = 0; r < rows; ++r) {
-        float* deep_input = scratch.deep_input.data() + r * deep_width;
-        std::copy_n(next_states + r * H, H, deep_input);
-        std::copy_n(context + r * memory, memory, deep_input + H);
-        std::copy_n(scratch.gru_input.data() + r * gru_width, emb, deep_input + H + memory);
-    }
-    nn::linear_batched(model.deep_output, scratch.deep_input.data(), rows, scratch.deep.data());
+    const nn::Linear* by_embedding[] = {&model.decoder.ih, &model.deep_embedding};
+    float* const embedding_parts[] = {input_gates, scratch.deep_embedded.data()};
+    nn::linear_batched_stack(by_embedding, 2, embedded, rows, embedding_parts);
+    parallel::for_each_item(rows, double(stride) * (3 * H + emb), [&](int r) {
+        const RnnEncoded& source = source_of(r);
+        const int S = static_cast<int>(source.memory_gates.shape()[0]);
+        const float* a = weights + std::size_t(r) * stride;
+        kernels::gemv_t(S, 3 * H, source.memory_gates.data(), 3 * H, a, input_gates + std::size_t(r) * 3 * H, true);
+        kernels::gemv_t(S, emb, source.memory_deep.data(), emb, a, scratch.deep_embedded.data() + std::size_t(r) * emb,
+                        true);
+    });
+    nn::linear_batched(model.decoder.hh, states, rows, hidden_gates);
+    kernels::gru_gates(rows, H, input_gates, hidden_gates, states, next_states);
+    nn::linear_batched(model.deep_state, next_states, rows, scratch.deep.data());
+    kernels::axpy(rows * emb, 1.0f, scratch.deep_embedded.data(), scratch.deep.data());
     kernels::activate(scratch.deep.data(), static_cast<std::size_t>(rows) * emb, kernels::Activation::tanh);
     nn::linear_batched(output, scratch.deep.data(), rows, logits);
 }
@@ -170,9 +192,14 @@ void step_rows(const RnnSeq2Seq& model, const int32_t* tokens, int rows, const f
 void rnn_step_rows(const RnnSeq2Seq& model, const RnnEncoded& encoded, const int32_t* tokens, int rows,
                    const float* states, float* next_states, float* logits, float* weights, float* scores,
                    float* context, RnnStepScratch& scratch) {
-    step_rows(model, tokens, rows, states, next_states, logits, context, scratch, model.target_embedding, [&] {
-        nn::attend_rows(model.attention, encoded.keys, states, rows, encoded.memory, nullptr, scores, weights, context);
-    });
+    step_rows(
+        model, tokens, rows, states, next_states, logits, weights, encoded.keys.length, scratch,
+        model.target_embedding,
+        [&] {
+            nn::attend_rows(model.attention, encoded.keys, states, rows, encoded.memory, nullptr, scores, weights,
+                            context);
+        },
+        [&](int) -> const RnnEncoded& { return encoded; });
 }
 
 void rnn_step_rows_each(const RnnSeq2Seq& model, const RnnEncoded* const* sources, const int32_t* tokens, int rows,
@@ -184,10 +211,13 @@ void rnn_step_rows_each(const RnnSeq2Seq& model, const RnnEncoded* const* source
         scratch.keys[r] = &sources[r]->keys;
         scratch.values[r] = &sources[r]->memory;
     }
-    step_rows(model, tokens, rows, states, next_states, logits, context, scratch, output, [&] {
-        nn::attend_rows_each(model.attention, scratch.keys.data(), scratch.values.data(), states, rows, stride, scores,
-                             weights, context);
-    });
+    step_rows(
+        model, tokens, rows, states, next_states, logits, weights, stride, scratch, output,
+        [&] {
+            nn::attend_rows_each(model.attention, scratch.keys.data(), scratch.values.data(), states, rows, stride,
+                                 scores, weights, context);
+        },
+        [&](int r) -> const RnnEncoded& { return *sources[r]; });
 }
 
 std::unique_ptr<decode::DecoderBatch> RnnDecoder::start_batch(int capacity) const {

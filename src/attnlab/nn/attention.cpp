@@ -62,7 +62,7 @@ void validate(const AttentionParams& p) {
 }
 
 // keys [S, dk] -> PreparedKeys
-PreparedKeys prepare_keys(const AttentionParams& params, const Matrix& keys) {
+PreparedKeys prepare_keys(const AttentionParams& params, const Matrix& keys, SequenceProducts products) {
     validate(params);
     if (!(keys.dimension() == 2 && cols(keys) == params.key_dim))
         fail("prepare_keys: keys have " + std::to_string(cols(keys)) + " columns, expected key_dim " +
@@ -72,7 +72,7 @@ PreparedKeys prepare_keys(const AttentionParams& params, const Matrix& keys) {
     prepared.length = rows(keys);
     switch (params.score) {
         case Score::general:  // [S, dq]
-        case Score::additive: prepared.projected = linear(params.key_proj, keys); break;  // [S, A]
+        case Score::additive: prepared.projected = project_sequence(params.key_proj, keys, products); break;  // [S, A]
         case Score::dot:
         case Score::scaled_dot: prepared.projected = keys; break;  // [S, dk]
         case Score::cosine: {

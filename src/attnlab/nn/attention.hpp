@@ -57,8 +57,9 @@ struct PreparedKeys {
     Vector norms;          // cosine only: max(‖k_s‖, ε) [S]
 };
 
-// keys [S, dk] -> PreparedKeys
-PreparedKeys prepare_keys(const AttentionParams& params, const Matrix& keys);
+// keys [S, dk] -> PreparedKeys; products: how W_k projects them (linear.hpp).
+PreparedKeys prepare_keys(const AttentionParams& params, const Matrix& keys,
+                          SequenceProducts products = SequenceProducts::linear);
 
 struct AttentionResult {
     Vector scores;    // stage 1: raw scores [S]; masked positions are -inf

@@ -186,6 +186,10 @@ Matrix linear_rows(const Linear& layer, const Matrix& x) {
     return y;
 }
 
+Matrix project_sequence(const Linear& layer, const Matrix& x, SequenceProducts products) {
+    return products == SequenceProducts::rows ? linear_rows(layer, x) : linear(layer, x);
+}
+
 void linear_rows(const Linear& layer, const float* x, int rows, float* y) {
     if (layer.quantized())
         linear_batched(layer, x, rows, y);
@@ -263,6 +267,38 @@ Linear slice_rows(const Linear& layer, int begin, int count) {
     std::vector<int32_t> rows(static_cast<std::size_t>(count));
     for (int r = 0; r < count; ++r) rows[r] = begin + r;
     return gather_rows(layer, rows);
+}
+
+Linear slice_columns(const Linear& layer, int begin, int count, bool keep_bias) {
+    if (!(begin >= 0 && count > 0 && begin + count <= layer.in))
+        fail("slice_columns: columns [" + std::to_string(begin) + ", " + std::to_string(begin + count) +
+             ") outside [0, " + std::to_string(layer.in) + ")");
+    const std::size_t rows = std::size_t(layer.out), in = std::size_t(layer.in), n = std::size_t(count);
+    Linear part;
+    part.in = count;
+    part.out = layer.out;
+    constexpr int kBlock = kernels::kQ8BlockSize;
+    if (layer.quantized() && begin % kBlock == 0 && count % kBlock == 0) {
+        const std::size_t blocks = in / kBlock, first = std::size_t(begin) / kBlock, taken = n / kBlock;
+        part.weight_q8.resize(rows * taken);
+        for (std::size_t r = 0; r < rows; ++r)
+            std::copy_n(layer.weight_q8.begin() + r * blocks + first, taken, part.weight_q8.begin() + r * taken);
+        fill_q8_caches(part);
+    } else if (layer.half()) {
+        part.weight_f16.resize(rows * n);
+        for (std::size_t r = 0; r < rows; ++r)
+            std::copy_n(layer.weight_f16.begin() + r * in + begin, n, part.weight_f16.begin() + r * n);
+    } else {
+        std::vector<float> row(in);
+        part.weight = Matrix::from_shape({rows, n});
+        for (std::size_t r = 0; r < rows; ++r) {
+            weight_row(layer, static_cast<int>(r), row.data());
+            std::copy_n(row.begin() + begin, n, part.weight.data() + r * n);
+        }
+        if (layer.panelled() || layer.quantized()) pack_weight_panels(part);
+    }
+    if (keep_bias && layer.has_bias()) part.bias = layer.bias;
+    return part;
 }
 
 Linear load_linear_tensors(const gguf::File& file, const std::string& weight_name, const std::string& bias_name, int in,

@@ -57,6 +57,13 @@ void linear_batched(const Linear& layer, const float* x, int rows, float* y);
 void linear_rows(const Linear& layer, const float* x, int rows, float* y);
 Matrix linear_rows(const Linear& layer, const Matrix& x);
 
+// Which products a layer applies to a whole sequence: `linear` (Q8_0 weights with float activations) or `rows`
+// (linear_rows: Q8_0 weights round each row's activations to int8, as the decoder steps do; the faster one in wasm).
+// What a model picks for its encoder is part of its numerics: its card's numbers were measured with that choice.
+enum class SequenceProducts { linear, rows };
+// x [rows, in] -> [rows, out] through linear or linear_rows.
+Matrix project_sequence(const Linear& layer, const Matrix& x, SequenceProducts products);
+
 // linear_batched of the same x through several layers of the same `in` (a multi-head attention's query, key and
 // value projections): y[i] [rows, layers[i]->out] is bit for bit linear_batched(*layers[i], x, rows, y[i]). Up to 4
 // Q8_0 layers whose `out` are multiples of 64 (the last any) share one quantizing of x and one split over the pool
@@ -66,6 +73,11 @@ void linear_batched_stack(const Linear* const* layers, int count, const float* x
 // Rows [begin, begin+count) of the layer (weights and bias): splits a fused projection such as
 // nn.MultiheadAttention's in_proj [3d, d] or a recurrent cell's stacked gates.
 Linear slice_rows(const Linear& layer, int begin, int count);
+// Columns [begin, begin+count) of the layer's weights (input features), in the layer's storage, with its bias when
+// keep_bias: one part of a layer whose input is a concatenation, W [x ; c] = W_x x + W_c c. Q8_0 weights stay Q8_0
+// where begin and count are multiples of 32 (whole blocks keep their own scales); a part that cuts blocks is their
+// dequantized values in f32.
+Linear slice_columns(const Linear& layer, int begin, int count, bool keep_bias);
 // Rows `rows` of the layer, in that order (weights and bias, in the layer's storage): a tied output projection
 // restricted to a translation shortlist's tokens.
 Linear gather_rows(const Linear& layer, const std::vector<int32_t>& rows);

@@ -80,11 +80,11 @@ void gru_step(const GRUCell& cell, const float* x, const float* h, float* h_out)
 }
 
 // x [S, in] -> [S, H]
-Matrix gru_sequence(const GRUCell& cell, const Matrix& x, const float* h0, bool reverse) {
+Matrix gru_sequence(const GRUCell& cell, const Matrix& x, const float* h0, bool reverse, SequenceProducts products) {
     validate(cell);
     check_input(x, cell.input_size, "gru_sequence");
     const int S = rows(x), H = cell.hidden_size;
-    const Matrix input_gates = linear(cell.ih, x);  // [S, 3H], one GEMM for the whole sequence
+    const Matrix input_gates = project_sequence(cell.ih, x, products);  // [S, 3H], one GEMM for the whole sequence
     Matrix outputs = Matrix::from_shape({std::size_t(S), std::size_t(H)});
     std::vector<float> h(H, 0.0f), hidden_gates(3 * std::size_t(H));
     if (h0) std::copy(h0, h0 + H, h.begin());
@@ -136,7 +136,7 @@ LSTMSequenceOutput lstm_sequence(const LSTMCell& cell, const Matrix& x, const fl
 }
 
 // x [S, in] -> outputs [S, 2H], final_hidden [2, H]
-BiGRUOutput bigru_forward(const BiGRU& gru, const Matrix& x, const Matrix* h0) {
+BiGRUOutput bigru_forward(const BiGRU& gru, const Matrix& x, const Matrix* h0, SequenceProducts products) {
     validate(gru.forward);
     validate(gru.backward);
     const int H = gru.forward.hidden_size;
@@ -150,8 +150,8 @@ BiGRUOutput bigru_forward(const BiGRU& gru, const Matrix& x, const Matrix* h0) {
     const double work = 2.0 * S * 3 * H * (double(gru.forward.input_size) + H);
     parallel::parallel_for(2, 1, work, [&](int begin, int end) {
         for (int direction = begin; direction < end; ++direction) {
-            if (direction == 0) forward = gru_sequence(gru.forward, x, h0 ? h0->data() : nullptr, false);
-            else backward = gru_sequence(gru.backward, x, h0 ? h0->data() + H : nullptr, true);
+            if (direction == 0) forward = gru_sequence(gru.forward, x, h0 ? h0->data() : nullptr, false, products);
+            else backward = gru_sequence(gru.backward, x, h0 ? h0->data() + H : nullptr, true, products);
         }
     });
 

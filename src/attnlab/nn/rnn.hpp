@@ -44,8 +44,9 @@ void gru_step_projected(const GRUCell& cell, const float* input_gates, const flo
 void gru_step_rows(const GRUCell& cell, const float* x, const float* h, int rows, float* h_out, float* gates);
 
 // x [S, in], h0 [H] or null (zeros) -> all hidden states [S, H] (row s = state after position s, in input
-// order even when reverse). W_ih x for all positions is one GEMM. reverse runs s = S-1 .. 0.
-Matrix gru_sequence(const GRUCell& cell, const Matrix& x, const float* h0 = nullptr, bool reverse = false);
+// order even when reverse). W_ih x for all positions is one GEMM (project_sequence). reverse runs s = S-1 .. 0.
+Matrix gru_sequence(const GRUCell& cell, const Matrix& x, const float* h0 = nullptr, bool reverse = false,
+                    SequenceProducts products = SequenceProducts::linear);
 
 // x [in], h [H], c [H] -> h_out [H], c_out [H]; the outputs may alias the inputs.
 void lstm_step(const LSTMCell& cell, const float* x, const float* h, const float* c, float* h_out, float* c_out);
@@ -70,8 +71,9 @@ struct BiGRUOutput {
     Matrix final_hidden;   // [2, H]: row 0 forward (after x_{S-1}), row 1 backward (after x_0), like h_n
 };
 
-// x [S, in], h0 [2, H] or null (zeros) -> BiGRUOutput
-BiGRUOutput bigru_forward(const BiGRU& gru, const Matrix& x, const Matrix* h0 = nullptr);
+// x [S, in], h0 [2, H] or null (zeros) -> BiGRUOutput; products: how each direction projects x (gru_sequence).
+BiGRUOutput bigru_forward(const BiGRU& gru, const Matrix& x, const Matrix* h0 = nullptr,
+                          SequenceProducts products = SequenceProducts::linear);
 
 // "<prefix>.weight_ih<suffix>", "weight_hh", "bias_ih", "bias_hh" (biases optional, like bias=False).
 // nn.GRUCell: suffix "". nn.GRU layer 0: "_l0", its reverse direction "_l0_reverse".
