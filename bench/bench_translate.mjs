@@ -13,9 +13,11 @@
 //
 //   PYTHONPATH=python node bench/bench_translate.mjs [--quick] [--sentences N] [--paragraphs N] [--rnn F16.gguf]
 //       [--rnn-q8 Q8.gguf] [--transformer F16.gguf] [--transformer-q8 Q8.gguf] [--no-browser] [--paragraphs-only]
-//       [--shortlist SHORTLIST.gguf | --no-shortlist]
+//       [--shortlist SHORTLIST.gguf | --no-shortlist] [--threaded-at-one]
 // (--paragraphs-only runs the paragraph benchmark alone; the paragraphs also run attnlab q8_0 with the EN→DE
-// shortlist, models/weights/en-de.shortlist.gguf, unless --no-shortlist.)
+// shortlist, models/weights/en-de.shortlist.gguf, unless --no-shortlist; --threaded-at-one adds to the 2-thread
+// page that configuration on the threaded build set to one thread for each paragraph, "threaded1_q8_shortlist_t2":
+// how much of threads_speedup the threaded build's own code costs, apart from the work's parallel share.)
 // (its Python imports the attnlab package from python/; bench/run.sh sets PYTHONPATH for every benchmark)
 //
 // Builds nothing (bench/run.sh builds first). Exports the ONNX graphs (bench/export_onnx.py -> build/bench/)
@@ -64,6 +66,7 @@ function parseArgs(argv) {
     else if (a === '--shortlist') args.shortlist = value();
     else if (a === '--no-shortlist') args.shortlist = null;
     else if (a === '--paragraphs-only') args.paragraphsOnly = true;
+    else if (a === '--threaded-at-one') args.threadedAtOne = true;
     else if (a === '--child') args.child = value();
     else if (a === '--job') args.job = value();
     else throw new Error(`bench_translate: unknown option ${a}`);
@@ -215,9 +218,9 @@ async function runPage(files, config, pagePath) {
 }
 
 // The paragraph benchmark in one page, both engines at `threads`.
-async function paragraphPage(models, paragraphs, threads) {
+async function paragraphPage(models, paragraphs, threads, threadedAtOne = false) {
   const files = {};
-  const config = { paragraphs, threads, models: [] };
+  const config = { paragraphs, threads, threadedAtOne: threadedAtOne && threads > 1, models: [] };
   for (const m of models) {
     files[`${m.kind}.gguf`] = abs(m.gguf);
     files[`${m.kind}.q8.gguf`] = abs(m.q8);
@@ -408,7 +411,7 @@ async function runParagraphs(args, models, sourceFile, paragraphHarness) {
   if (args.browser) {
     for (const threads of [1, 2]) {
       const t0 = Date.now();
-      pages[`t${threads}`] = await paragraphPage(paragraphModels, paragraphs, threads);
+      pages[`t${threads}`] = await paragraphPage(paragraphModels, paragraphs, threads, args.threadedAtOne);
       pages[`t${threads}`].seconds = (Date.now() - t0) / 1000;
     }
   }

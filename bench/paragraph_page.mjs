@@ -5,13 +5,32 @@
 // build with the first model: env.threads), so the driver opens one page per thread count, both engines at it.
 // Sets window.benchResult = { crossOriginIsolated, threads, attnlabEngine, models: { kind: { engines, outputs } } }
 // or { error }.
-import { engineInfo, env, loadModel } from '/web/lib/index.mjs';
+import { engineInfo, env, loadEngine, loadModel } from '/web/lib/index.mjs';
 import * as ort from '/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs';
 import { attnlabParagraphRunner, benchParagraphs, ortParagraphRunner, sourceIdsOf, summarizeParagraphs }
   from '/bench/paragraph_harness.mjs';
 
 const bytesOf = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
 const log = (text) => { document.getElementById('log').textContent = text; };
+
+// The runner on this page's (threaded) engine set to one thread while it translates, back to `threads` after.
+function atOneThread(runner, threads) {
+  return {
+    name: runner.name,
+    get api() { return runner.api; },
+    load: () => runner.load(),
+    close: () => runner.close(),
+    async run(paragraph, p) {
+      const engine = await loadEngine();
+      engine.setThreads(1);
+      try {
+        return await runner.run(paragraph, p);
+      } finally {
+        engine.setThreads(threads);
+      }
+    },
+  };
+}
 
 async function main() {
   const config = await (await fetch('/config.json')).json();
@@ -36,6 +55,10 @@ async function main() {
       const shortlist = await bytesOf(model.shortlist);
       runners.push(attnlabParagraphRunner({ name: `attnlab_q8_shortlist_t${config.threads}`, loadModel, bytes: q8,
                                             loadOptions: { ...loadOptions, shortlist } }));
+      if (config.threadedAtOne) runners.push(atOneThread(attnlabParagraphRunner({ name: `threaded1_q8_shortlist_t${config.threads}`,
+                                                                                  loadModel, bytes: q8,
+                                                                                  loadOptions: { ...loadOptions, shortlist } }),
+                                                         config.threads));
     }
     for (const [name, graphs] of Object.entries(model.ort))
       runners.push(ortParagraphRunner({ name: `ort_${name}_t${config.threads}`, ort, kind: model.kind, info: model.info,
