@@ -45,8 +45,28 @@ run_suite native "native" build/native/attnlab_tests --no-version
 run_suite sse2 "native, baseline kernels (SSE2)" bash scripts/test_kernel_target.sh baseline
 run_suite avx2 "native, avx2 kernels" bash scripts/test_kernel_target.sh avx2
 run_suite lib "C++ library (install, find_package and pkg-config, every kernel target)" bash tests/consumer/run.sh
-run_suite asan "native ASan+UBSan" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  build/asan/attnlab_tests --no-version
+# The sanitized suite runs ~20x slower than the native one and mostly on one core: two shards side by side (the
+# test cases in one fixed random order, split in half, so the heavy model tests spread over both), each printed
+# whole when both have ended.
+asan_shards() {
+  local tests=(env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+               build/asan/attnlab_tests --no-version --order-by=rand --rand-seed=20)
+  local count
+  count=$("${tests[@]}" --count 2>/dev/null | sed -n 's/.*current filters: \([0-9]*\).*/\1/p')
+  if ! [[ "$count" =~ ^[0-9]+$ ]] || [ "$count" -lt 2 ]; then "${tests[@]}"; return; fi
+  local half=$(( (count + 1) / 2 )) logs first second status=0
+  logs=$(mktemp -d)
+  "${tests[@]}" --first=1 --last=$half > "$logs/1" 2>&1 & first=$!
+  "${tests[@]}" --first=$((half + 1)) --last="$count" > "$logs/2" 2>&1 & second=$!
+  wait $first || status=1
+  wait $second || status=1
+  # doctest's summary counts every test case that passes the filters, the range's skipped ones too
+  echo "-- shard 1: test cases 1-$half of $count (random order, seed 20)"; cat "$logs/1"
+  echo "-- shard 2: test cases $((half + 1))-$count of $count"; cat "$logs/2"
+  rm -rf "$logs"
+  return $status
+}
+run_suite asan "native ASan+UBSan" asan_shards
 run_suite wasm "wasm (Node)" node build/wasm/attnlab_tests.js --no-version
 run_suite js "js" node --test tests/js/*.test.mjs
 run_suite fuzz "fuzz (short)" bash scripts/fuzz.sh --short
