@@ -3,6 +3,8 @@
 // paragraphs with beam 4, interleaved paragraph by paragraph, in the page's thread. Both engines fix their thread
 // count once per realm (ORT starts its pool with the first session, attnlab loads its single-thread or threaded
 // build with the first model: env.threads), so the driver opens one page per thread count, both engines at it.
+// With config.threadedAtOne (bench_translate.mjs --threaded-at-one) the 2-thread page also runs q8_0 with the
+// shortlist on its threaded build set to one thread.
 // Sets window.benchResult = { crossOriginIsolated, threads, attnlabEngine, models: { kind: { engines, outputs } } }
 // or { error }.
 import { engineInfo, env, loadEngine, loadModel } from '/web/lib/index.mjs';
