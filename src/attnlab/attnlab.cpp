@@ -464,14 +464,14 @@ std::vector<Translation> translate_texts(const Translator& model, Tokenizers tok
         lengths[i] = static_cast<int>(results[i].source_ids.size());
     }
     for (const std::vector<int>& bucket : decode::length_buckets(lengths, search.beam)) {
-        // The sentences are encoded side by side on the pool (each on one thread: the kernels inside a piece do
-        // not split again), which the per-sentence GEMMs, a dozen rows each, would not divide well.
+        // The sentences are encoded side by side on the pool, each a task on one thread (its kernels split only
+        // with threads that have no sentence left), which the per-sentence GEMMs, a dozen rows each, would not
+        // divide well.
         std::vector<Encoded> encoded(bucket.size());
         double work = 0;
         for (int i : bucket) work += kEncoderWorkPerToken * double(lengths[i]);
-        parallel::parallel_for(static_cast<int>(bucket.size()), 1, work, [&](int begin, int end) {
-            for (int k = begin; k < end; ++k)
-                encoded[k] = Family<Translator>::encode(model, results[bucket[k]].source_ids, false, options.raw_scores);
+        parallel::for_each_task(static_cast<int>(bucket.size()), work / double(bucket.size()), [&](int k) {
+            encoded[k] = Family<Translator>::encode(model, results[bucket[k]].source_ids, false, options.raw_scores);
         });
         std::vector<const Encoded*> sentences;
         for (const Encoded& sentence : encoded) sentences.push_back(&sentence);

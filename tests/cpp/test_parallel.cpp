@@ -132,6 +132,60 @@ TEST_CASE("parallel_for: small work and nested calls stay on the calling thread;
                          "piece at 320 failed", Error);
 }
 
+TEST_CASE("for_each_task: each task once; a thread with no task left helps the running task's parallel calls") {
+    if (max_threads() < 2) return;  // the single-thread build never splits
+    ThreadCount two(2);
+    // Task 0 ends at once, so its thread runs out of tasks while task 1 keeps making parallel calls: some of them
+    // must be split with it, every piece run once.
+    // A bound, not a time: a helper normally takes a piece within the first few calls. Each piece does some work,
+    // so that the task's thread cannot claim all of them before a helper that other processes delay looks.
+    constexpr int kCalls = 20000;
+    const auto some_work = [] {
+        volatile float x = 1;
+        for (int i = 0; i < 4000; ++i) x = x * 0.999f + 0.001f;
+    };
+    std::vector<std::atomic<int>> runs(2);
+    std::atomic<bool> helped{false};
+    const long long before = parallel::helped_calls();
+    parallel::for_each_task(2, 1e9, [&](int task) {
+        ++runs[task];
+        if (task == 0) return;
+        const std::thread::id own = std::this_thread::get_id();
+        for (int call = 0; call < kCalls && !helped.load(); ++call) {
+            std::vector<int> hits(64 * 8, 0);
+            std::mutex mutex;
+            std::set<std::thread::id> threads_seen;
+            parallel::parallel_for(64 * 8, 64, 1e9, [&](int begin, int end) {
+                CHECK(begin % 64 == 0);
+                for (int i = begin; i < end; ++i) ++hits[i];
+                some_work();
+                std::lock_guard<std::mutex> lock(mutex);
+                threads_seen.insert(std::this_thread::get_id());
+            });
+            CHECK(std::all_of(hits.begin(), hits.end(), [](int h) { return h == 1; }));
+            if (threads_seen.size() > 1 || threads_seen.count(own) == 0) helped = true;
+        }
+    });
+    CHECK(runs[0].load() == 1);
+    CHECK(runs[1].load() == 1);
+    CHECK(helped.load());
+    CHECK(parallel::helped_calls() > before);
+
+    // A helper's piece that throws: the exception leaves the task and reaches for_each_task's caller.
+    CHECK_THROWS_WITH_AS(parallel::for_each_task(2, 1e9,
+                                                 [&](int task) {
+                                                     if (task == 0) return;
+                                                     const std::thread::id own = std::this_thread::get_id();
+                                                     for (int call = 0; call < kCalls; ++call)
+                                                         parallel::parallel_for(64 * 8, 64, 1e9, [&](int, int) {
+                                                             some_work();
+                                                             if (std::this_thread::get_id() != own)
+                                                                 fail("a helper's piece failed");
+                                                         });
+                                                 }),
+                         "a helper's piece failed", Error);
+}
+
 TEST_CASE("set_threads from inside a split parallel call is refused, not a deadlock") {
     if (max_threads() < 2) return;  // the single-thread build never splits
     ThreadCount two(2);

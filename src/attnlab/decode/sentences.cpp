@@ -108,13 +108,11 @@ std::vector<Hypothesis> search_sentences(const SentencesDecoder& decoder, const 
     std::vector<int> lengths(static_cast<std::size_t>(count));
     for (int s = 0; s < count; ++s) lengths[s] = decoder.source_length(s);
     const std::vector<std::vector<int>> lanes = sentence_lanes(lengths, threads());
-    parallel::parallel_for(static_cast<int>(lanes.size()), 1, kLaneWork * count, [&](int begin, int end) {
-        for (int lane = begin; lane < end; ++lane) {
-            if (options.beam == 1)
-                search_each<GreedySearch>(decoder, options, lanes[lane], results);
-            else
-                search_each<BeamSearch<>>(decoder, options, lanes[lane], results);
-        }
+    parallel::for_each_task(static_cast<int>(lanes.size()), kLaneWork * count / double(lanes.size()), [&](int lane) {
+        if (options.beam == 1)
+            search_each<GreedySearch>(decoder, options, lanes[lane], results);
+        else
+            search_each<BeamSearch<>>(decoder, options, lanes[lane], results);
     });
     return results;
 }

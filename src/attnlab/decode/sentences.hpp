@@ -68,7 +68,8 @@ private:
 // With several threads the sentences are dealt into one lane per thread (sentence_lanes), and the lanes decode
 // side by side, each as its own batch on one thread: a step's products then need no hand-over between threads,
 // and what would run on one thread alone (the search's choices and bookkeeping, the activations) runs in parallel
-// too. The int8 and f32-panel products compute each row alone, so with q8_0 and f32 weights any split gives the
+// too. The lanes are dealt before their output lengths are known, so they end apart: a thread whose lane is done
+// helps the lanes still running with their products (parallel::for_each_task). The int8 and f32-panel products compute each row alone, so with q8_0 and f32 weights any split gives the
 // same bits; f16 weights' float GEMM picks register tiles or the packed GEMM by the row count, so a lane's smaller
 // batch may round in the last bits (the same tokens, tests/cpp/test_parallel.cpp).
 std::vector<Hypothesis> search_sentences(const SentencesDecoder& decoder, const SearchOptions& options);
