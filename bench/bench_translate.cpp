@@ -159,7 +159,54 @@ Totals run_greedy(const std::vector<std::vector<int32_t>>& sentences, Encode enc
 struct RnnProfile {
     double attention = 0, gru = 0, deep_output = 0, projection = 0, other = 0;
     long steps = 0;
+    // rnn_encode's parts, ms per sentence summed: the source embeddings, the BiGRU's input products (one GEMM per
+    // direction), its recurrences, the attention keys, the context projections, s_0.
+    double encoder_embedding = 0, encoder_input = 0, encoder_recurrence = 0, encoder_keys = 0,
+           encoder_context_projections = 0, encoder_init = 0;
+    long sentences = 0;
 };
+
+// rnn_encode (models/rnn_seq2seq.cpp) in timed parts, on one thread.
+void profile_rnn_encoder(const models::RnnSeq2Seq& model, const std::vector<int32_t>& ids, RnnProfile& p) {
+    const auto& c = model.config;
+    const int S = int(ids.size()), E = c.encoder_hidden;
+    auto t0 = Clock::now();
+    Matrix embedded = Matrix::from_shape({std::size_t(S), std::size_t(c.embedding)});
+    for (int j = 0; j < S; ++j) models::embedding_row(model.source_embedding, ids[j], embedded.data() + std::size_t(j) * c.embedding);
+    p.encoder_embedding += ms_since(t0);
+    t0 = Clock::now();
+    const Matrix gates[2] = {nn::project_sequence(model.encoder.forward.ih, embedded, nn::SequenceProducts::rows),
+                             nn::project_sequence(model.encoder.backward.ih, embedded, nn::SequenceProducts::rows)};
+    p.encoder_input += ms_since(t0);
+    t0 = Clock::now();
+    Matrix memory = Matrix::from_shape({std::size_t(S), 2 * std::size_t(E)});
+    std::vector<float> h(static_cast<std::size_t>(E));
+    for (int direction = 0; direction < 2; ++direction) {
+        const nn::GRUCell& cell = direction == 0 ? model.encoder.forward : model.encoder.backward;
+        std::fill(h.begin(), h.end(), 0.0f);
+        for (int step = 0; step < S; ++step) {
+            const int s = direction == 0 ? step : S - 1 - step;
+            nn::gru_step_projected(cell, gates[direction].data() + std::size_t(s) * 3 * E, h.data(), h.data());
+            std::copy(h.begin(), h.end(), memory.data() + std::size_t(s) * 2 * E + std::size_t(direction) * E);
+        }
+    }
+    p.encoder_recurrence += ms_since(t0);
+    t0 = Clock::now();
+    const nn::PreparedKeys keys = nn::prepare_keys(model.attention, memory, nn::SequenceProducts::rows);
+    p.encoder_keys += ms_since(t0);
+    t0 = Clock::now();
+    const Matrix memory_gates = nn::linear_rows(model.decoder_context, memory);
+    const Matrix memory_deep = nn::linear_rows(model.deep_context, memory);
+    p.encoder_context_projections += ms_since(t0);
+    t0 = Clock::now();
+    std::vector<float> final_hidden(2 * std::size_t(E)), initial(std::size_t(c.decoder_hidden));
+    std::copy_n(memory.data() + std::size_t(S - 1) * 2 * E, E, final_hidden.data());
+    std::copy_n(memory.data() + E, E, final_hidden.data() + E);
+    nn::linear(model.init, final_hidden.data(), 1, initial.data());
+    kernels::activate(initial.data(), initial.size(), kernels::Activation::tanh);
+    p.encoder_init += ms_since(t0);
+    ++p.sentences;
+}
 
 void profile_rnn(const models::RnnSeq2Seq& model, const std::vector<std::vector<int32_t>>& sentences,
                  RnnProfile& p) {
@@ -169,6 +216,7 @@ void profile_rnn(const models::RnnSeq2Seq& model, const std::vector<std::vector<
     std::vector<float> input_gates(3 * static_cast<std::size_t>(H)), hidden_gates(input_gates);
     std::vector<float> logits(static_cast<std::size_t>(c.target_vocab)), next(static_cast<std::size_t>(H));
     for (const auto& ids : sentences) {
+        profile_rnn_encoder(model, ids, p);
         const models::RnnEncoded encoded = models::rnn_encode(model, ids);
         const int S = int(encoded.memory.shape()[0]);
         std::vector<float> state(encoded.initial_state.begin(), encoded.initial_state.end());
@@ -333,14 +381,17 @@ int run(int argc, char** argv) {
         if (profile) {
             RnnProfile p;
             profile_rnn(model, sentences, p);
-            const double n = double(std::max(1L, p.steps));
+            const double n = double(std::max(1L, p.steps)), ns = double(std::max(1L, p.sentences));
             std::size_t bytes = 0;
             const double floor = weight_read_ms(rnn_step_weights(model), 200, bytes);
             std::snprintf(buffer, sizeof buffer,
                           "{\"attention\": %.5f, \"gru\": %.5f, \"deep_output\": %.5f, \"output_projection\": %.5f, "
-                          "\"other\": %.5f, \"load_ms\": %.3f, \"weight_read_ms\": %.5f, \"weight_bytes\": %zu}",
+                          "\"other\": %.5f, \"load_ms\": %.3f, \"weight_read_ms\": %.5f, \"weight_bytes\": %zu, "
+                          "\"encoder_ms\": {\"embedding\": %.5f, \"input\": %.5f, \"recurrence\": %.5f, \"keys\": %.5f, "
+                          "\"context_projections\": %.5f, \"init\": %.5f}}",
                           p.attention / n, p.gru / n, p.deep_output / n, p.projection / n, p.other / n, load_ms, floor,
-                          bytes);
+                          bytes, p.encoder_embedding / ns, p.encoder_input / ns, p.encoder_recurrence / ns,
+                          p.encoder_keys / ns, p.encoder_context_projections / ns, p.encoder_init / ns);
             profile_json = buffer;
         }
     } else if (architecture == "attnlab.transformer") {

@@ -13,11 +13,15 @@
 //
 //   PYTHONPATH=python node bench/bench_translate.mjs [--quick] [--sentences N] [--paragraphs N] [--rnn F16.gguf]
 //       [--rnn-q8 Q8.gguf] [--transformer F16.gguf] [--transformer-q8 Q8.gguf] [--no-browser] [--paragraphs-only]
-//       [--shortlist SHORTLIST.gguf | --no-shortlist] [--threaded-at-one]
+//       [--shortlist SHORTLIST.gguf | --no-shortlist] [--threaded-at-one] [--rnn-form F] [--rnn-beam-form F]
 // (--paragraphs-only runs the paragraph benchmark alone; the paragraphs also run attnlab q8_0 with the EN→DE
 // shortlist, models/weights/en-de.shortlist.gguf, unless --no-shortlist; --threaded-at-one adds to the 2-thread
 // page that configuration on the threaded build set to one thread for each paragraph, "threaded1_q8_shortlist_t2":
-// how much of threads_speedup the threaded build's own code costs, apart from the work's parallel share.)
+// how much of threads_speedup the threaded build's own code costs, apart from the work's parallel share;
+// --rnn-form and --rnn-beam-form pick the form of ORT's RNN graphs for batch 1 and for the paragraphs: `projected`
+// (the equations attnlab runs, the decoder's products with the context moved into the encoder; batch 1's default)
+// or `concatenated` (the model's equations as trained, every step multiplying the context; the paragraphs'
+// default): each ORT's faster form there, bench/export_onnx.py.)
 // (its Python imports the attnlab package from python/; bench/run.sh sets PYTHONPATH for every benchmark)
 //
 // Builds nothing (bench/run.sh builds first). Exports the ONNX graphs (bench/export_onnx.py -> build/bench/)
@@ -37,7 +41,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { launchChromium } from '../tests/support/chromium.mjs';
-import { cpuDescription } from './cpu.mjs';
+import { cpuDescription, memoryFirstTouch } from './cpu.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const benchDir = path.join(root, 'build', 'bench');
@@ -48,7 +52,7 @@ function parseArgs(argv) {
                  rnn: 'models/weights/bahdanau-en-de.f16.gguf', rnnQ8: 'models/weights/bahdanau-en-de.q8_0.gguf',
                  transformer: 'models/weights/transformer-en-de.f16.gguf',
                  transformerQ8: 'models/weights/transformer-en-de.q8_0.gguf',
-                 shortlist: 'models/weights/en-de.shortlist.gguf' };
+                 shortlist: 'models/weights/en-de.shortlist.gguf', rnnForm: 'projected', rnnBeamForm: 'concatenated' };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
@@ -67,6 +71,8 @@ function parseArgs(argv) {
     else if (a === '--no-shortlist') args.shortlist = null;
     else if (a === '--paragraphs-only') args.paragraphsOnly = true;
     else if (a === '--threaded-at-one') args.threadedAtOne = true;
+    else if (a === '--rnn-form') args.rnnForm = value();
+    else if (a === '--rnn-beam-form') args.rnnBeamForm = value();
     else if (a === '--child') args.child = value();
     else if (a === '--job') args.job = value();
     else throw new Error(`bench_translate: unknown option ${a}`);
@@ -243,7 +249,7 @@ async function paragraphPage(models, paragraphs, threads, threadedAtOne = false)
   return runPage(files, config, 'bench/paragraph_page.html');
 }
 
-const BEAM_GRAPHS = { rnn: { encoder: 'rnn.encoder', decoder: 'rnn.beam_decoder' },
+const BEAM_GRAPHS = { rnn: { encoder: 'rnn.beam_encoder', decoder: 'rnn.beam_decoder' },
                       transformer: { encoder: 'transformer.beam_encoder', decoder: 'transformer.beam_decoder' } };
 
 // ---- reporting -------------------------------------------------------------------------------------------------
@@ -433,8 +439,10 @@ async function main() {
   console.log(`== translation benchmark: ${sentences.length} test2016 sentences, greedy, batch 1` +
               `${args.quick ? ' (--quick)' : ''}`);
   console.log(`machine: ${os.cpus().length} cores, ${cpuDescription() ?? os.cpus()[0]?.model}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  const memory = memoryFirstTouch();
+  console.log(`fresh memory: first write ${memory.first_touch_gb_s} GB/s, rewrite ${memory.rewrite_gb_s} GB/s (bench/cpu.mjs)`);
   execFileSync(PYTHON, ['-W', 'ignore', 'bench/export_onnx.py', '--rnn', abs(args.rnn), '--transformer', abs(args.transformer),
-                        '--out', benchDir], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+                        '--rnn-form', args.rnnForm, '--rnn-beam-form', args.rnnBeamForm, '--out', benchDir], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
   const int8Graphs = [...new Set(Object.values(BEAM_GRAPHS).flatMap((g) => Object.values(g)))];
   execFileSync(PYTHON, ['bench/quantize_onnx.py', ...int8Graphs.flatMap((g) => [path.join(benchDir, `${g}.onnx`),
                                                                                  path.join(benchDir, `${g}.int8.onnx`)])],
@@ -446,6 +454,7 @@ async function main() {
   const isFixture = rel(args.transformer).startsWith('tests/fixtures/');
   console.log(`weights: RNN ${rel(args.rnn)} (f16; q8: ${rel(args.rnnQ8)}); Transformer ${rel(args.transformer)}` +
               (isFixture ? ' (the tiny TEST FIXTURE, d_model 32: a toy; pass --transformer FILE for a trained one)' : ''));
+  console.log(`ORT's RNN graphs: ${info.rnn.form} form at batch 1, ${info.rnn.beam_form} in the paragraphs (bench/export_onnx.py)`);
   const ortVersion = JSON.parse(readFileSync(path.join(root, 'node_modules/onnxruntime-web/package.json'), 'utf8')).version;
 
   // Node: per model one process with the engines interleaved (timing), then each engine alone in a fresh process
@@ -461,9 +470,10 @@ async function main() {
   ];
   if (args.paragraphsOnly) {  // the paragraph benchmark alone (a quicker loop while working on it)
     const run = await runParagraphs(args, models, sourceFile, paragraphHarness);
-    const result = { paragraphs_only: true };
+    const result = { paragraphs_only: true, ort_rnn_beam_form: info.rnn.beam_form };
     reportParagraphs(result, run.pages, run.models, run.references, run.count);
     result.cpu = cpuDescription();
+    result.memory_first_touch = memory;
     console.log(JSON.stringify(result));
     return;
   }
@@ -525,6 +535,7 @@ async function main() {
   // ---- report ----
   const wasmBytes = statSync(path.join(root, 'web/dist/attnlab.wasm')).size;
   const result = { sentences: sentences.length, quick: args.quick, cores: os.cpus().length, onnxruntime_web: ortVersion,
+                   ort_rnn_form: info.rnn.form, ort_rnn_beam_form: info.rnn.beam_form,
                    weights: { rnn: rel(args.rnn), rnn_q8: rel(args.rnnQ8), transformer: rel(args.transformer),
                               transformer_is_test_fixture: isFixture } };
   for (const m of models) {
@@ -616,6 +627,7 @@ async function main() {
   for (const m of models)
     result[`encoder_vs_ort_${m.kind}`] = (browser ? result[`browser_${m.kind}`] : result[`node_${m.kind}`]).advantage.encoder;
   result.cpu = cpuDescription() ?? native.rnn.native.cpu ?? os.cpus()[0]?.model;
+  result.memory_first_touch = memory;
   console.log(`\ncpu: ${result.cpu}; load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   result.wasm_bytes = wasmBytes;
   // The shipped page's model (q8_0 RNN) with its weights already in memory (as from the Cache API), in a fresh page:

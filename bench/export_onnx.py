@@ -10,15 +10,19 @@ identical numbers and must produce identical greedy tokens.
 Writes, for each model NAME (rnn, transformer), NAME.encoder.onnx, NAME.decoder.onnx and NAME.json (which weights
 were used, the sizes, BOS/EOS ids). Batch 1, no padding, so there are no masks. Graphs (opset 17):
 
-  rnn.encoder:      source_ids int64 [1,S] -> memory [1,S,2E], keys [1,S,*] (query-independent score part), s0 [1,H]
-  rnn.decoder:      token int64 [1], state [1,H], memory, keys -> logits [1,V], next_state [1,H]
+  rnn.encoder:      source_ids int64 [1,S] -> keys [1,S,*] (query-independent score part), memory_gates [1,S,3H],
+                    memory_deep [1,S,emb] (the annotations through the decoder's c_i columns), s0 [1,H]
+  rnn.decoder:      token int64 [1], state [1,H], keys, memory_gates, memory_deep -> logits [1,V], next_state [1,H]
+                    (--rnn-form concatenated: the model's equations as trained, memory [1,S,2E] and keys in place
+                    of the three, every step multiplying c_i; NAME.json's memory_names lists them)
   transformer.encoder: source_ids int64 [1,S] -> cross_k, cross_v [L,1,heads,S,hd] (memory projected once per
                     layer, as attnlab and attnlab.nn.transformer do)
   transformer.decoder: token int64 [1], position int64 [1], past_k, past_v [L,1,heads,t,hd], cross_k, cross_v ->
                     logits [1,V], present_k, present_v [L,1,heads,t+1,hd]   (the KV cache; t starts at 0)
 
 The equations are attnlab.nn.seq2seq_rnn's and attnlab.nn.transformer's; the wrappers below only drop the masks and
-the packing (batch 1) and make the Transformer's position an input instead of a Python int.
+the packing (batch 1), make the Transformer's position an input instead of a Python int, and (the RNN's projected
+form) move the decoder's products with c_i into the encoder as attnlab does.
 
 The paragraph benchmark's beam graphs (beam search over beams x sentences, bench/paragraph_harness.mjs) step
 R = N x K rows at once, K rows per live sentence (N of them, source positions padded to the longest, `mask` True
@@ -27,14 +31,20 @@ on real positions). The state of the previous step (P rows) is reordered inside 
 log_softmax(logits_r) + beam_log_probability[r] with their tokens (TopK; k an input, so the harness can ask for as
 many more as the n-gram rule may ban in a row):
 
-  rnn.beam_decoder: token [R], parents [R], state [P,H], memory [N,S,2E], keys [N,S,*], mask bool [N,S],
+  rnn.beam_encoder: rnn.encoder's graph in --rnn-beam-form (default concatenated: memory and keys), one sentence at a
+                    time (a padded batch would run its backward GRU over the padding)
+  rnn.beam_decoder: token [R], parents [R], state [P,H], the encoder's beam_memory_names [N,S,*], mask bool [N,S],
                     beam_log_probability [R], k int64 [1] -> top_values [R,k], top_tokens int64 [R,k], next_state [R,H]
   transformer.beam_encoder: source_ids int64 [N,S] (PAD-padded) -> cross_k, cross_v [L,N,heads,S,hd]
   transformer.beam_decoder: token [R], position int64 [1] (= t, the same for every row), parents [R],
                     past_k, past_v [L,P,heads,t,hd], cross_k, cross_v [L,N,heads,S,hd], mask bool [N,S],
                     beam_log_probability [R], k -> top_values, top_tokens, present_k, present_v [L,R,heads,t+1,hd]
-(the RNN's encoder stays rnn.encoder, one sentence at a time: a padded batch would run its backward GRU over the
-padding.) bench/quantize_onnx.py rewrites any of these graphs to dynamic int8.
+bench/quantize_onnx.py rewrites any of these graphs to dynamic int8.
+
+Which RNN form is ORT's best was measured (docs/performance.md, "ORT's RNN graphs in two forms"): per sentence at
+batch 1 the projected form (its steps are faster by more than its encoder is slower), in the paragraphs with int8
+the concatenated one (the weighted sums over the projected rows stay f32 batched MatMuls there, while the c_i
+products are int8 like every other product).
 """
 import argparse
 import json
@@ -82,6 +92,70 @@ class RnnDecoderStep(nn.Module):
         context = m.attn.context(weights, memory)                               # [1,2E]
         s = m.decoder(torch.cat([y_emb, context], dim=-1), state)
         return m.output_logits(s, context, y_emb), s
+
+
+# ---- RNN, projected form: the equations attnlab runs (models/rnn_seq2seq.hpp) --------------------------------
+# The GRU's input weights and W_t act on c_i linearly, and W c_i = sum_j a_ij (W h_j): the encoder projects the
+# annotations through the c_i columns once per sentence and a step weighs those rows by its attention instead of
+# multiplying c_i by them. The same values up to float rounding; the same work split as attnlab's, so the
+# encoders and the steps of the two engines compare like with like.
+def linear_from(weight, bias=None):
+    layer = nn.Linear(weight.size(1), weight.size(0), bias=bias is not None)
+    with torch.no_grad():
+        layer.weight.copy_(weight)
+        if bias is not None:
+            layer.bias.copy_(bias)
+    return layer
+
+
+class ContextColumns(nn.Module):
+    """The decoder's weights split by the input they act on: y_{i-1}, s, c_i (attnlab's RnnSeq2Seq fields)."""
+
+    def __init__(self, model):
+        super().__init__()
+        cfg = model.cfg
+        emb, H, mem = cfg.emb, cfg.dec_hidden, 2 * cfg.enc_hidden
+        w_ih, w_t = model.decoder.weight_ih.detach(), model.deep_out.weight.detach()
+        self.gates_embedding = linear_from(w_ih[:, :emb], model.decoder.bias_ih.detach())   # [3H, emb]
+        self.gates_context = linear_from(w_ih[:, emb:])                                     # [3H, 2E]
+        self.deep_state = linear_from(w_t[:, :H], model.deep_out.bias.detach())             # [emb, H]
+        self.deep_context = linear_from(w_t[:, H:H + mem])                                  # [emb, 2E]
+        self.deep_embedding = linear_from(w_t[:, H + mem:])                                 # [emb, emb]
+
+    def step(self, model, y_emb, s_prev, gates_from_context, deep_from_context):
+        """y_emb [R,emb], s_prev [R,H], the weighted rows' sums [R,3H], [R,emb] -> logits [R,V], s_i [R,H]."""
+        gi = self.gates_embedding(y_emb) + gates_from_context
+        gh = F.linear(s_prev, model.decoder.weight_hh, model.decoder.bias_hh)
+        i_r, i_z, i_n = gi.chunk(3, dim=-1)
+        h_r, h_z, h_n = gh.chunk(3, dim=-1)
+        r, z = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+        s = (1 - z) * torch.tanh(i_n + r * h_n) + z * s_prev                    # torch.nn.GRUCell's equations
+        t = torch.tanh(self.deep_state(s) + self.deep_embedding(y_emb) + deep_from_context)
+        return F.linear(t, model.tgt_embed.weight, model.out_bias), s
+
+
+class RnnProjectedEncoder(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.encoder, self.columns = RnnEncoder(model), ContextColumns(model)
+
+    def forward(self, source_ids):
+        """source_ids [1,S] -> keys [1,S,*], memory_gates [1,S,3H], memory_deep [1,S,emb], s0 [1,H]."""
+        memory, keys, s0 = self.encoder(source_ids)
+        return keys, self.columns.gates_context(memory), self.columns.deep_context(memory), s0
+
+
+class RnnProjectedStep(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.m, self.columns = model, ContextColumns(model)
+
+    def forward(self, token, state, keys, memory_gates, memory_deep):
+        """token [1], state [1,H], keys [1,S,*], memory_gates [1,S,3H], memory_deep [1,S,emb] -> logits, s_i."""
+        m = self.m
+        weights = torch.softmax(m.attn.scores(state, keys), dim=-1).unsqueeze(1)   # [1,1,S]
+        return self.columns.step(m, m.tgt_embed(token), state, (weights @ memory_gates).squeeze(1),
+                                 (weights @ memory_deep).squeeze(1))
 
 
 # ---- Transformer (attnlab.nn.transformer) ---------------------------------------------------------------------
@@ -175,6 +249,26 @@ class RnnBeamDecoder(nn.Module):
         context = (weights @ memory).reshape(rows, -1)                          # [R,2E]
         s = m.decoder(torch.cat([y_emb, context], dim=-1), s_prev)
         values, tokens = first_cut(m.output_logits(s, context, y_emb), beam_log_probability, self.k)
+        return values, tokens, s
+
+
+class RnnProjectedBeamDecoder(nn.Module):
+    def __init__(self, model, k):
+        super().__init__()
+        self.m, self.k, self.columns = model, k, ContextColumns(model)
+
+    def forward(self, token, parents, state, keys, memory_gates, memory_deep, mask, beam_log_probability):
+        m = self.m
+        n = keys.size(0)
+        s_prev = state.index_select(0, parents)                                 # [R,H]
+        rows = s_prev.size(0)
+        q = m.attn.W_q(s_prev).reshape(n, -1, 1, keys.size(-1))
+        scores = m.attn.v(torch.tanh(keys.unsqueeze(1) + q)).squeeze(-1)      # [N,K,S]
+        scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        logits, s = self.columns.step(m, m.tgt_embed(token), s_prev, (weights @ memory_gates).reshape(rows, -1),
+                                      (weights @ memory_deep).reshape(rows, -1))
+        values, tokens = first_cut(logits, beam_log_probability, self.k)
         return values, tokens, s
 
 
@@ -274,23 +368,42 @@ def describe(path, kind, extra):
             "bos": 2, "eos": 3, "max_len_a": 1.5, "max_len_b": 10, **extra}
 
 
-def export_rnn(gguf_path, out_dir):
+RNN_FORMS = ("projected", "concatenated")
+
+
+def rnn_graphs(model, form):
+    """(encoder, batch-1 step, beam step class, the encoder outputs a step takes) in `form`."""
+    if form == "projected":
+        return (RnnProjectedEncoder(model), RnnProjectedStep(model), RnnProjectedBeamDecoder,
+                ["keys", "memory_gates", "memory_deep"])
+    return RnnEncoder(model), RnnDecoderStep(model), RnnBeamDecoder, ["memory", "keys"]
+
+
+def export_rnn(gguf_path, out_dir, form="projected", beam_form="concatenated"):
+    """form (the batch-1 graphs) and beam_form (the paragraph benchmark's): `projected` (the decoder's products with
+    c_i moved into the encoder, as attnlab runs the model) or `concatenated` (the model's equations as trained:
+    every step multiplies c_i)."""
     model, _ = bahdanau.load(gguf_path)
     model.eval()
     cfg = model.cfg
     S = 7
     src = torch.randint(4, cfg.src_vocab, (1, S))
-    encoder, decoder = RnnEncoder(model), RnnDecoderStep(model)
-    with torch.no_grad():
-        memory, keys, s0 = encoder(src)
-    export_graph(encoder, (src,), os.path.join(out_dir, "rnn.encoder.onnx"), ["source_ids"],
-                 ["memory", "keys", "s0"],
-                 {"source_ids": {1: "S"}, "memory": {1: "S"}, "keys": {1: "S"}})
-    export_graph(decoder, (torch.tensor([2]), s0, memory, keys), os.path.join(out_dir, "rnn.decoder.onnx"),
-                 ["token", "state", "memory", "keys"], ["logits", "next_state"],
-                 {"memory": {1: "S"}, "keys": {1: "S"}})
-    export_rnn_beam(model, memory, keys, s0, out_dir)
-    info = describe(gguf_path, "rnn", {"config": cfg.to_dict(), "state_size": cfg.dec_hidden})
+    info = {"config": cfg.to_dict(), "state_size": cfg.dec_hidden, "form": form, "beam_form": beam_form}
+    for encoder_name, graph_form in (("rnn.encoder", form), ("rnn.beam_encoder", beam_form)):
+        encoder, decoder, beam_decoder, memory_names = rnn_graphs(model, graph_form)
+        with torch.no_grad():
+            *memory, s0 = encoder(src)
+        per_source = {name: {1: "S"} for name in memory_names}
+        export_graph(encoder, (src,), os.path.join(out_dir, f"{encoder_name}.onnx"), ["source_ids"],
+                     memory_names + ["s0"], {"source_ids": {1: "S"}, **per_source})
+        if encoder_name == "rnn.encoder":
+            export_graph(decoder, (torch.tensor([2]), s0, *memory), os.path.join(out_dir, "rnn.decoder.onnx"),
+                         ["token", "state"] + memory_names, ["logits", "next_state"], per_source)
+            info["memory_names"] = memory_names
+        else:
+            export_rnn_beam(model, beam_decoder, memory_names, memory, s0, out_dir)
+            info["beam_memory_names"] = memory_names
+    info = describe(gguf_path, "rnn", info)
     with open(os.path.join(out_dir, "rnn.json"), "w") as f:
         json.dump(info, f, indent=1)
     return info
@@ -326,22 +439,22 @@ def export_transformer(gguf_path, out_dir):
 BEAM_EXAMPLE_K = 4  # the traced example's rows per sentence; every size is dynamic in the graphs
 
 
-def export_rnn_beam(model, memory, keys, s0, out_dir):
+def export_rnn_beam(model, beam_decoder, memory_names, memory, s0, out_dir):
     assert model.attn.score == "additive", "rnn.beam_decoder is written for additive attention"
     n, k = 2, BEAM_EXAMPLE_K
     rows = n * k
-    memory, keys = memory.expand(n, -1, -1).contiguous(), keys.expand(n, -1, -1).contiguous()
-    mask = torch.ones(n, memory.size(1), dtype=torch.bool)
+    memory = [m.expand(n, -1, -1).contiguous() for m in memory]
+    mask = torch.ones(n, memory[0].size(1), dtype=torch.bool)
     mask[1, -2:] = False
     path = os.path.join(out_dir, "rnn.beam_decoder.onnx")
-    export_graph(RnnBeamDecoder(model, 2 * k),
-                 (torch.full((rows,), 2), torch.zeros(rows, dtype=torch.long), s0, memory, keys, mask,
-                  torch.zeros(rows)),
-                 path, ["token", "parents", "state", "memory", "keys", "mask", "beam_log_probability"],
+    export_graph(beam_decoder(model, 2 * k), (torch.full((rows,), 2), torch.zeros(rows, dtype=torch.long), s0, *memory, mask,
+                          torch.zeros(rows)),
+                 path, ["token", "parents", "state", *memory_names, "mask", "beam_log_probability"],
                  ["top_values", "top_tokens", "next_state"],
-                 {"token": {0: "R"}, "parents": {0: "R"}, "state": {0: "P"}, "memory": {0: "N", 1: "S"},
-                  "keys": {0: "N", 1: "S"}, "mask": {0: "N", 1: "S"}, "beam_log_probability": {0: "R"},
-                  "top_values": {0: "R", 1: "k"}, "top_tokens": {0: "R", 1: "k"}, "next_state": {0: "R"}})
+                 {"token": {0: "R"}, "parents": {0: "R"}, "state": {0: "P"},
+                  **{name: {0: "N", 1: "S"} for name in memory_names}, "mask": {0: "N", 1: "S"},
+                  "beam_log_probability": {0: "R"}, "top_values": {0: "R", 1: "k"}, "top_tokens": {0: "R", 1: "k"},
+                  "next_state": {0: "R"}})
     make_k_an_input(path)
 
 
@@ -377,13 +490,21 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rnn", default=DEFAULT_RNN, help="Bahdanau GGUF (default: the shipped f16 EN-DE)")
     ap.add_argument("--transformer", default=DEFAULT_TRANSFORMER,
-                    help="Transformer GGUF (default: the tiny test fixture until a trained one ships)")
+                    help="Transformer GGUF (default: the tiny test fixture); `none` exports the RNN alone")
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench"))
+    ap.add_argument("--rnn-form", choices=RNN_FORMS, default="projected",
+                    help="the batch-1 RNN graphs: the decoder's c_i products per step (concatenated) or once per "
+                         "sentence in the encoder (projected, as attnlab; default)")
+    ap.add_argument("--rnn-beam-form", choices=RNN_FORMS, default="concatenated",
+                    help="the paragraph benchmark's RNN graphs (default concatenated: ORT's faster form there)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     torch.manual_seed(0)
     os.makedirs(args.out, exist_ok=True)
-    for info in (export_rnn(args.rnn, args.out), export_transformer(args.transformer, args.out)):
+    infos = [export_rnn(args.rnn, args.out, args.rnn_form, args.rnn_beam_form)]
+    if args.transformer != "none":
+        infos.append(export_transformer(args.transformer, args.out))
+    for info in infos:
         print(f"export_onnx: {info['kind']} from {info['gguf']} -> {args.out}/{info['kind']}.{{encoder,decoder}}.onnx")
 
 

@@ -37,7 +37,7 @@ export function bannedTokens(tokens, n) {
 const ranksBefore = (a, b) => (a.logp !== b.logp ? b.logp - a.logp : a.row !== b.row ? a.row - b.row : a.token - b.token);
 
 /**
- * Sessions for one model: { kind: 'rnn', encoder, decoder } (rnn.encoder + rnn.beam_decoder) or
+ * Sessions for one model: { kind: 'rnn', encoder, decoder } (rnn.beam_encoder + rnn.beam_decoder) or
  * { kind: 'transformer', encoder, decoder } (transformer.beam_encoder + transformer.beam_decoder), created by the
  * caller with the thread count and graphs (f32 or int8) it wants.
  */
@@ -47,16 +47,17 @@ export async function createOrtSessions(ort, kind, encoderBytes, decoderBytes) {
            decoder: await ort.InferenceSession.create(decoderBytes, options) };
 }
 
-// The encoder outputs of the live sentences, padded to the longest: RNN memory/keys [N,S,*]; Transformer
+// The encoder outputs of the live sentences, padded to the longest: RNN info.beam_memory_names [N,S,*]; Transformer
 // cross_k/v [L,N,h,S,hd]; mask [N,S] true on real positions.
-function packMemory(ort, kind, encoded, live) {
+function packMemory(ort, info, encoded, live) {
+  const { kind } = info;
   const S = Math.max(...live.map((s) => encoded[s].length));
   const N = live.length;
   const mask = new Uint8Array(N * S);
   live.forEach((s, n) => mask.fill(1, n * S, n * S + encoded[s].length));
   const out = { mask: new ort.Tensor('bool', mask, [N, S]) };
   if (kind === 'rnn') {
-    for (const name of ['memory', 'keys']) {
+    for (const name of info.beam_memory_names) {
       const width = encoded[live[0]][name].dims[2];
       const data = new Float32Array(N * S * width);
       live.forEach((s, n) => data.set(encoded[s][name].data, n * S * width));
@@ -101,7 +102,7 @@ export async function ortBeamParagraph(ort, sessions, info, sourceIds, options =
     for (let i = 0; i < N; ++i) {
       const ids = sourceIds[i];
       const out = await sessions.encoder.run({ source_ids: new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, ids.length]) });
-      encoded.push({ length: ids.length, memory: out.memory, keys: out.keys });
+      encoded.push({ length: ids.length, ...Object.fromEntries(info.beam_memory_names.map((name) => [name, out[name]])) });
       s0.set(out.s0.data, i * H);
     }
     state = { state: new ort.Tensor('float32', s0, [N, H]) };
@@ -135,7 +136,7 @@ export async function ortBeamParagraph(ort, sessions, info, sourceIds, options =
                                                   parent: i })),
   }));
   let live = sentences.map((s) => s.index);
-  let memory = packMemory(ort, kind, encoded, live);
+  let memory = packMemory(ort, info, encoded, live);
   let steps = 0;
   let rowsStepped = 0;
   for (let step = 0; live.length; ++step) {
@@ -147,7 +148,7 @@ export async function ortBeamParagraph(ort, sessions, info, sourceIds, options =
       beam_log_probability: new ort.Tensor('float32', Float32Array.from(rows, (r) => r.logp), [rows.length]),
       k: int64([k]), mask: memory.mask, ...state,
     };
-    if (kind === 'rnn') Object.assign(feeds, { memory: memory.memory, keys: memory.keys });
+    if (kind === 'rnn') for (const name of info.beam_memory_names) feeds[name] = memory[name];
     else Object.assign(feeds, { cross_k: memory.cross_k, cross_v: memory.cross_v, position: int64([step]) });
     const out = await sessions.decoder.run(feeds);
     ++steps;
@@ -206,7 +207,7 @@ export async function ortBeamParagraph(ort, sessions, info, sourceIds, options =
     }
     if (changed) {
       live = live.filter((s) => !sentences[s].done);
-      if (live.length) memory = packMemory(ort, kind, encoded, live);
+      if (live.length) memory = packMemory(ort, info, encoded, live);
     }
   }
   const results = sentences.map((sentence) => {

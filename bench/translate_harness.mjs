@@ -50,9 +50,10 @@ async function ortGreedy(ort, encoder, decoder, info, sourceIds) {
   t = now();
   if (info.kind === 'rnn') {
     let state = encoded.s0;
+    const memory = Object.fromEntries(info.memory_names.map((name) => [name, encoded[name]]));
     for (let i = 0; i < limit; ++i) {
       const out = await decoder.run({ token: new ort.Tensor('int64', BigInt64Array.of(BigInt(token)), [1]), state,
-                                      memory: encoded.memory, keys: encoded.keys });
+                                      ...memory });
       ++steps;
       token = chooseGreedy(out.logits.data, tokens);
       state = out.next_state;
