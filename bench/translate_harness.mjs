@@ -129,9 +129,16 @@ export function ortRunner({ name = 'ort', ort, encoderBytes, decoderBytes, info,
   };
 }
 
+// Untimed sentences each runner translates after its first result, before the timed pass: V8 first runs wasm
+// compiled by its baseline compiler and recompiles a function optimized once it has run enough (in the browser;
+// Node runs these with --no-liftoff). A function called once per sentence, such as an encoder's, is still baseline
+// code after one sentence: with one warm-up sentence, Chromium's encoder times were twice Node's for both engines.
+export const WARMUP_SENTENCES = 8;
+
 /**
- * Loads the runners one after another (load_ms, first_result_ms = load + translating sentence 0), then runs every
- * sentence on every runner in turn. -> { [runner name]: { load_ms, first_result_ms, sentences: [row...] } }
+ * Loads the runners one after another (load_ms, first_result_ms = load + translating sentence 0), warms each up on
+ * the first WARMUP_SENTENCES sentences (untimed, interleaved), then runs every sentence on every runner in turn.
+ * -> { [runner name]: { load_ms, first_result_ms, sentences: [row...] } }
  */
 export async function benchInterleaved(runners, sentences) {
   const results = {};
@@ -143,7 +150,9 @@ export async function benchInterleaved(runners, sentences) {
     results[runner.name].sentences.push(await runner.run(sentences[0], 0));
     results[runner.name].first_result_ms = now() - t0;
   }
-  for (const runner of runners) results[runner.name].sentences = [];  // the first (cold) run is not timed
+  for (let i = 1; i < Math.min(WARMUP_SENTENCES, sentences.length); ++i)
+    for (const runner of runners) await runner.run(sentences[i], i);
+  for (const runner of runners) results[runner.name].sentences = [];  // the warm-up runs are not timed
   for (let i = 0; i < sentences.length; ++i)
     for (const runner of runners) results[runner.name].sentences.push(await runner.run(sentences[i], i));
   for (const runner of runners) await runner.close();
