@@ -230,6 +230,14 @@ def first_cut(logits, beam_log_probability, k):
     return torch.topk(scores, k, dim=-1)
 
 
+def beam_attention(m, s_prev, keys, mask):
+    """s_prev [R,H] (K rows per sentence), keys [N,S,A], mask [N,S] -> additive attention weights [N,K,S]."""
+    # the query-dependent part [N,K,1,A] against the sentence's keys [N,1,S,A]
+    q = m.attn.W_q(s_prev).reshape(keys.size(0), -1, 1, keys.size(-1))
+    scores = m.attn.v(torch.tanh(keys.unsqueeze(1) + q)).squeeze(-1)          # [N,K,S]
+    return torch.softmax(scores.masked_fill(~mask.unsqueeze(1), float("-inf")), dim=-1)
+
+
 class RnnBeamDecoder(nn.Module):
     def __init__(self, model, k):
         super().__init__()
@@ -237,15 +245,10 @@ class RnnBeamDecoder(nn.Module):
 
     def forward(self, token, parents, state, memory, keys, mask, beam_log_probability):
         m = self.m
-        n = memory.size(0)
         s_prev = state.index_select(0, parents)                                 # [R,H]
         rows = s_prev.size(0)
         y_emb = m.tgt_embed(token)                                              # [R,emb]
-        # K rows per sentence: the query-dependent part [N,K,1,A] against the sentence's keys [N,1,S,A]
-        q = m.attn.W_q(s_prev).reshape(n, -1, 1, keys.size(-1))
-        scores = m.attn.v(torch.tanh(keys.unsqueeze(1) + q)).squeeze(-1)      # [N,K,S]
-        scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
+        weights = beam_attention(m, s_prev, keys, mask)                         # [N,K,S]
         context = (weights @ memory).reshape(rows, -1)                          # [R,2E]
         s = m.decoder(torch.cat([y_emb, context], dim=-1), s_prev)
         values, tokens = first_cut(m.output_logits(s, context, y_emb), beam_log_probability, self.k)
@@ -259,13 +262,9 @@ class RnnProjectedBeamDecoder(nn.Module):
 
     def forward(self, token, parents, state, keys, memory_gates, memory_deep, mask, beam_log_probability):
         m = self.m
-        n = keys.size(0)
         s_prev = state.index_select(0, parents)                                 # [R,H]
         rows = s_prev.size(0)
-        q = m.attn.W_q(s_prev).reshape(n, -1, 1, keys.size(-1))
-        scores = m.attn.v(torch.tanh(keys.unsqueeze(1) + q)).squeeze(-1)      # [N,K,S]
-        scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
+        weights = beam_attention(m, s_prev, keys, mask)                         # [N,K,S]
         logits, s = self.columns.step(m, m.tgt_embed(token), s_prev, (weights @ memory_gates).reshape(rows, -1),
                                       (weights @ memory_deep).reshape(rows, -1))
         values, tokens = first_cut(logits, beam_log_probability, self.k)
@@ -447,8 +446,8 @@ def export_rnn_beam(model, beam_decoder, memory_names, memory, s0, out_dir):
     mask = torch.ones(n, memory[0].size(1), dtype=torch.bool)
     mask[1, -2:] = False
     path = os.path.join(out_dir, "rnn.beam_decoder.onnx")
-    export_graph(beam_decoder(model, 2 * k), (torch.full((rows,), 2), torch.zeros(rows, dtype=torch.long), s0, *memory, mask,
-                          torch.zeros(rows)),
+    export_graph(beam_decoder(model, 2 * k),
+                 (torch.full((rows,), 2), torch.zeros(rows, dtype=torch.long), s0, *memory, mask, torch.zeros(rows)),
                  path, ["token", "parents", "state", *memory_names, "mask", "beam_log_probability"],
                  ["top_values", "top_tokens", "next_state"],
                  {"token": {0: "R"}, "parents": {0: "R"}, "state": {0: "P"},
