@@ -184,6 +184,29 @@ TEST_CASE("linear: slice_rows keeps the selected outputs (f32 and Q8_0)") {
     }
 }
 
+TEST_CASE("linear: load_table holds the file's weights with no panels or caches; its rows are the layer's") {
+    for (const char* prefix : {"f32", "f16", "q8"}) {
+        const bool q8 = std::string(prefix) == "q8";
+        const int width = q8 ? 64 : 10, rows = q8 ? 9 : 7;
+        const std::string name = std::string(prefix) + ".weight";
+        const nn::Linear layer = nn::load_linear_tensors(linear_fixture(), name, "", width, rows);
+        const nn::Linear table = nn::load_table(linear_fixture(), name, width, rows);
+        CHECK_FALSE(table.panelled());
+        CHECK(table.weight_q8_rows4.empty());
+        CHECK(table.weight_q8_scales.empty());
+        CHECK_FALSE(table.has_bias());
+        CHECK(table.quantized() == q8);
+        std::vector<float> expected(width), got(width);
+        for (int r = 0; r < rows; ++r) {
+            nn::weight_row(layer, r, expected.data());
+            nn::weight_row(table, r, got.data());
+            test::check_close(got, expected, 0.0f, 0.0f, prefix);
+        }
+    }
+    CHECK_THROWS_AS(nn::load_table(linear_fixture(), "f32.weight", 7, 10), Error);  // transposed
+    CHECK_THROWS_AS(nn::load_table(linear_fixture(), "nothing.weight", 10, 7), Error);
+}
+
 TEST_CASE("linear: wrong shapes and missing tensors are reported as attnlab::Error") {
     const gguf::File& file = linear_fixture();
     CHECK_THROWS_AS(nn::load_linear(file, "f32", 7, 10), Error);      // transposed

@@ -63,7 +63,7 @@ RnnSeq2Seq load_rnn_seq2seq(const gguf::File& file) {
     c.target_vocab = rows_of(file, "tgt_embed.weight");
     const int memory = 2 * c.encoder_hidden;
 
-    model.source_embedding = nn::load_linear_tensors(file, "src_embed.weight", "", c.embedding, c.source_vocab);
+    model.source_embedding = nn::load_table(file, "src_embed.weight", c.embedding, c.source_vocab);
     model.target_embedding = nn::load_linear_tensors(file, "tgt_embed.weight", "", c.embedding, c.target_vocab);
     model.target_embedding.bias = nn::load_vector(file, "out_bias", c.target_vocab);
     model.encoder = nn::load_bigru(file, "encoder", c.embedding, c.encoder_hidden);

@@ -160,7 +160,7 @@ Transformer load_transformer(const gguf::File& file) {
     check(file.get_bool_or(p + "tied_output", true), "this Transformer has an untied output projection");
 
     const int d = c.d_model;
-    model.source_embedding = nn::load_linear_tensors(file, "src_embed.weight", "", d, c.source_vocab);
+    model.source_embedding = nn::load_table(file, "src_embed.weight", d, c.source_vocab);
     model.target_embedding = nn::load_linear_tensors(file, "tgt_embed.weight", "", d, c.target_vocab);
     for (int l = 0; l < c.encoder_layers; ++l) {
         const std::string q = "encoder.layers." + std::to_string(l) + ".";

@@ -301,8 +301,11 @@ Linear slice_columns(const Linear& layer, int begin, int count, bool keep_bias) 
     return part;
 }
 
-Linear load_linear_tensors(const gguf::File& file, const std::string& weight_name, const std::string& bias_name, int in,
-                           int out) {
+namespace {
+
+// The weights as the file holds them (Q8_0, halves where kept, else f32), with no panels or caches.
+Linear load_weights(const gguf::File& file, const std::string& weight_name, const std::string& bias_name, int in,
+                    int out) {
     if (!(in > 0 && out > 0)) fail("load_linear(" + weight_name + "): in and out must be positive");
     Linear layer;
     layer.in = in;
@@ -316,9 +319,21 @@ Linear load_linear_tensors(const gguf::File& file, const std::string& weight_nam
         layer.weight = file.load_f32<2>(weight_name, {out, in});
     if (!bias_name.empty() && file.has_tensor(bias_name)) layer.bias = file.load_f32<1>(bias_name, {out});
     validate(layer, weight_name);
+    return layer;
+}
+
+}  // namespace
+
+Linear load_linear_tensors(const gguf::File& file, const std::string& weight_name, const std::string& bias_name, int in,
+                           int out) {
+    Linear layer = load_weights(file, weight_name, bias_name, in, out);
     pack_weight_panels(layer);
     if (layer.quantized()) fill_q8_caches(layer);
     return layer;
+}
+
+Linear load_table(const gguf::File& file, const std::string& weight_name, int width, int rows) {
+    return load_weights(file, weight_name, "", width, rows);
 }
 
 Linear load_linear(const gguf::File& file, const std::string& prefix, int in, int out, bool with_bias) {

@@ -102,6 +102,11 @@ Linear load_linear_optional_bias(const gguf::File& file, const std::string& pref
 Linear load_linear_tensors(const gguf::File& file, const std::string& weight_name, const std::string& bias_name,
                            int in, int out);
 
+// A lookup table [rows, width] (a source embedding): its rows are read (weight_row), never multiplied, so it is held
+// as the file holds it, without the panels and Q8_0 caches the products use: less memory, and less of it written
+// while a model loads.
+Linear load_table(const gguf::File& file, const std::string& weight_name, int width, int rows);
+
 // A 1-D f32/f16 tensor of n elements.
 Vector load_vector(const gguf::File& file, const std::string& name, int n);
 // A 2-D f32/f16 tensor [rows, cols].
