@@ -3,8 +3,9 @@
 # (--profiling-funcs, into build/profile/dist), translates the first 48 test2016 sentences greedily through the
 # module in Node under --cpu-prof, and prints each function's share of the samples. --paragraphs profiles the
 # paragraph benchmark's work instead: 6 paragraphs of 8 sentences, beam 4, through translate(texts[]); with
-# --shortlist FILE, the model decodes with that translation shortlist.
-#   bash bench/profile_api.sh [MODEL.gguf] [--paragraphs] [--shortlist FILE]
+# --shortlist FILE, the model decodes with that translation shortlist; --link-only stops after the relink (the named
+# build in build/profile/web, which bench/profile_load.mjs --root build/profile serves).
+#   bash bench/profile_api.sh [MODEL.gguf] [--paragraphs] [--shortlist FILE] [--link-only]
 #   (default: the shipped Bahdanau EN->DE f16; needs npm run build)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -16,18 +17,20 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --paragraphs) mode=paragraphs ;;
     --shortlist) shortlist=$2; shift ;;
+    --link-only) mode=none ;;
     *) model=$1 ;;
   esac
   shift
 done
 out=build/profile
-rm -rf "$out" && mkdir -p "$out/dist" "$out/cpu"
-cp -r web/lib "$out/lib"
-link=$(sed -e "s#-o [^ ]*attnlab.mjs#-o $PWD/$out/dist/attnlab.mjs#" build/wasm/CMakeFiles/attnlab_wasm.dir/link.txt)
+rm -rf "$out" && mkdir -p "$out/web/dist" "$out/cpu"
+cp -r web/lib "$out/web/lib"
+link=$(sed -e "s#-o [^ ]*attnlab.mjs#-o $PWD/$out/web/dist/attnlab.mjs#" build/wasm/CMakeFiles/attnlab_wasm.dir/link.txt)
 (cd build/wasm && eval "${link/em++ /em++ --profiling-funcs }")
+[ "$mode" = none ] && exit 0
 cat > "$out/run.mjs" <<'JS'
 import { readFileSync } from 'node:fs';
-const { loadModel } = await import(new URL('./lib/index.mjs', import.meta.url));
+const { loadModel } = await import(new URL('./web/lib/index.mjs', import.meta.url));
 const lines = readFileSync('build/data/multi30k/test2016.en', 'utf8').split('\n').filter(Boolean).slice(0, 48);
 const shortlist = process.argv[4] ? readFileSync(process.argv[4]) : undefined;
 const model = await loadModel(readFileSync(process.argv[2]), { useWorker: false, shortlist });

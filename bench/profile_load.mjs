@@ -1,13 +1,19 @@
 // Where a model load's time goes in headless Chromium: a fresh page, the engine's cold start and loadModel(bytes)
 // as the page does them (useWorker: false, the single-thread build), under the DevTools sampling profiler.
 //
-//   node bench/profile_load.mjs [--model models/weights/bahdanau-en-de.q8_0.gguf] [--runs 3]
+//   node bench/profile_load.mjs [--model models/weights/bahdanau-en-de.q8_0.gguf] [--runs 3] [--root DIR]
+//       [--baseline DIR]
 //
 // Prints, per run, the load's wall time and then (for the last run) the functions with the most self time and the
 // callers of the memory fills and copies among them. Wasm functions are named only in a build linked with
-// --profiling-funcs (relink build/wasm with -DCMAKE_EXE_LINKER_FLAGS=--profiling-funcs, and back without it:
-// docs/performance.md); otherwise they print as wasm-function[N]. Also prints bench/cpu.mjs's fresh-memory probe,
-// since a load writes tens of MB of memory the process never touched.
+// --profiling-funcs; otherwise they print as wasm-function[N]. `bash bench/profile_api.sh --link-only` makes one
+// (build/profile/web) without touching web/dist; --root build/profile serves its web/lib and web/dist instead.
+// Also prints bench/cpu.mjs's fresh-memory probe, since a load writes tens of MB of memory the process never touched.
+//
+// --baseline DIR compares instead, without the profiler: the first result (cold start, loadModel and one greedy
+// translation, as bench_translate's first_result_ms) of the engine under --root against the one under DIR/web
+// (another tree's web/lib and web/dist), each run a fresh page of each, their order alternating; prints every
+// run, each engine's median and the ratio of the medians.
 import { createServer } from 'node:http';
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -17,17 +23,19 @@ import { launchChromium } from '../tests/support/chromium.mjs';
 import { cpuDescription, memoryFirstTouch } from './cpu.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const args = { model: 'models/weights/bahdanau-en-de.q8_0.gguf', runs: 3 };
+const args = { model: 'models/weights/bahdanau-en-de.q8_0.gguf', runs: 3, root: '.', baseline: null };
 for (let i = 2; i < process.argv.length; i += 2) {
   const [flag, value] = [process.argv[i], process.argv[i + 1]];
   if (flag === '--model') args.model = value;
   else if (flag === '--runs') args.runs = Number(value);
+  else if (flag === '--root') args.root = value;
+  else if (flag === '--baseline') args.baseline = value;
   else throw new Error(`profile_load: unknown option ${flag}`);
 }
 
 const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
 const TYPES = { '.wasm': 'application/wasm', '.mjs': 'text/javascript', '.js': 'text/javascript' };
-const SERVED = ['web/lib/', 'web/dist/', path.dirname(args.model) + '/'];
+const SERVED = ['web/lib/', 'web/dist/', 'baseline/web/lib/', 'baseline/web/dist/', path.dirname(args.model) + '/'];
 
 function serve() {
   const server = createServer((request, response) => {
@@ -37,7 +45,10 @@ function serve() {
       response.end('<!doctype html><title>profile_load</title>');
       return;
     }
-    const file = path.join(root, relative);
+    // /web/... is the engine under --root, /baseline/web/... the one under --baseline.
+    const file = relative.startsWith('web/') ? path.resolve(root, args.root, relative)
+      : relative.startsWith('baseline/web/') && args.baseline ? path.resolve(root, args.baseline, relative.slice('baseline/'.length))
+        : path.join(root, relative);
     if (!SERVED.some((prefix) => relative.startsWith(prefix)) || !existsSync(file) || !statSync(file).isFile()) {
       response.writeHead(404);
       response.end();
@@ -73,10 +84,40 @@ function summarize(profile) {
   return `self time:\n${top(self, 15)}\nmemory fills and copies, by caller:\n${top(fills, 8)}`;
 }
 
-const server = await serve();
-const browser = await launchChromium();
-try {
-  console.log(`cpu: ${cpuDescription()}; fresh memory ${JSON.stringify(memoryFirstTouch())}`);
+// A fresh page's first result from the engine at `prefix` ('' or '/baseline'), in ms.
+async function firstResult(browser, prefix) {
+  const page = await browser.newPage();
+  try {
+    await page.goto(`http://localhost:${server.address().port}/`);
+    return await page.evaluate(async ({ model, prefix }) => {
+      const bytes = new Uint8Array(await (await fetch(`/${model}`)).arrayBuffer());
+      const attnlab = await import(`${prefix}/web/lib/index.mjs`);
+      attnlab.env.threads = 1;
+      const t0 = performance.now();
+      const loaded = await attnlab.loadModel(bytes, { useWorker: false, cache: false });
+      await loaded.translate('A man in a blue shirt is riding a bike down the street.', { beam: 1 });
+      return performance.now() - t0;
+    }, { model: args.model, prefix });
+  } finally {
+    await page.close();
+  }
+}
+
+async function compare(browser) {
+  const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const times = { root: [], baseline: [] };
+  for (let run = 0; run < args.runs; ++run) {
+    const order = run % 2 ? ['baseline', 'root'] : ['root', 'baseline'];
+    for (const which of order) times[which].push(await firstResult(browser, which === 'root' ? '' : '/baseline'));
+    console.log(`run ${run}: first result ${args.root} ${times.root.at(-1).toFixed(0)} ms, ` +
+                `${args.baseline} ${times.baseline.at(-1).toFixed(0)} ms`);
+  }
+  const [a, b] = [median(times.root), median(times.baseline)];
+  console.log(`median first result: ${args.root} ${a.toFixed(0)} ms, ${args.baseline} ${b.toFixed(0)} ms; ` +
+              `baseline / root ${(b / a).toFixed(2)}`);
+}
+
+async function profile(browser) {
   let last = null;
   for (let run = 0; run < args.runs; ++run) {
     const page = await browser.newPage();
@@ -100,6 +141,13 @@ try {
     await page.close();
   }
   console.log(summarize(last));
+}
+
+const server = await serve();
+const browser = await launchChromium();
+try {
+  console.log(`cpu: ${cpuDescription()}; fresh memory ${JSON.stringify(memoryFirstTouch())}`);
+  await (args.baseline ? compare(browser) : profile(browser));
 } finally {
   await browser.close();
   server.close();

@@ -171,7 +171,8 @@ TEST_CASE("gguf: typed getters report a missing key, a wrong type, a value that 
     CHECK_THROWS_AS(file.get_u32("fixture.negative_i32"), Error);  // -1 does not fit
     CHECK_THROWS_AS(file.get_i32("fixture.u32"), Error);           // 4e9 does not fit
     CHECK_THROWS_AS(file.get_u32("fixture.u64"), Error);
-    CHECK_THROWS_AS(file.get_i32_array("fixture.u32s"), Error);    // 4294967295 does not fit
+    CHECK_THROWS_WITH_AS(file.get_i32_array("fixture.u32s"),
+                         "metadata key 'fixture.u32s'[2] is 4294967295, which does not fit in int32", Error);
 }
 
 TEST_CASE("gguf: tensors decode to numpy's values (f32 copied, f16 converted, q8_0 dequantized)") {
@@ -230,6 +231,26 @@ TEST_CASE("gguf: load_q8 copies q8_0 blocks and quantizes f32/f16 exactly like n
     CHECK_THROWS_WITH_AS(file.load_q8("dense.weight", {3, 5}),
                          "tensor 'dense.weight' has shape [3, 5]: Q8_0 needs the number of columns to be a multiple of 32",
                          Error);
+}
+
+TEST_CASE("gguf: q8_in_place gives the file's own Q8_0 blocks, alive after the File is gone") {
+    std::shared_ptr<const kernels::BlockQ8_0> in_place;
+    std::vector<kernels::BlockQ8_0> copied;
+    {
+        const File file = File::open(fixture("basic.gguf"));
+        in_place = file.q8_in_place("proj.weight", {2, 64});
+        CHECK(reinterpret_cast<const uint8_t*>(in_place.get()) == file.tensor("proj.weight").data);
+        copied = file.load_q8("proj.weight", {2, 64});
+        CHECK_THROWS_WITH_AS(file.q8_in_place("proj_f32.weight", {3, 32}),
+                             "tensor 'proj_f32.weight' is f32, expected q8_0", Error);
+        CHECK_THROWS_WITH_AS(file.q8_in_place("proj.weight", {64, 2}),
+                             "tensor 'proj.weight' has shape [2, 64], expected [64, 2]", Error);
+    }
+    REQUIRE(copied.size() == 4);
+    for (std::size_t b = 0; b < copied.size(); ++b) {
+        CHECK(in_place.get()[b].scale == copied[b].scale);
+        for (int j = 0; j < 32; ++j) CHECK(in_place.get()[b].q[j] == copied[b].q[j]);
+    }
 }
 
 TEST_CASE("gguf: wrong expected shapes and missing tensors are reported") {

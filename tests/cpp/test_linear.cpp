@@ -181,6 +181,12 @@ TEST_CASE("linear: slice_rows keeps the selected outputs (f32 and Q8_0)") {
         for (int r = 0; r < rows; ++r)
             test::check_close(sliced.data() + r * 4, full.data() + r * out + 2, 4, 1e-6f, 0.0f, prefix);
         CHECK_THROWS_AS(nn::slice_rows(layer, out - 1, 2), Error);
+        if (q8) {
+            // Loaded Q8_0 weights are the file's bytes, and a row slice shares them: nothing is copied.
+            CHECK(reinterpret_cast<const uint8_t*>(layer.weight_q8.data()) == linear_fixture().tensor("q8.weight").data);
+            CHECK(part.weight_q8.data() == layer.weight_q8.data() + 2 * (in / kernels::kQ8BlockSize));
+            CHECK(part.weight_q8.size() == std::size_t(4) * (in / kernels::kQ8BlockSize));
+        }
     }
 }
 

@@ -425,7 +425,8 @@ TEST_CASE("translators give the same tokens, attention and scores with 1, 2 and 
     for (const char* file : {"tests/fixtures/rnn/additive.gguf", "models/weights/bahdanau-en-de.q8_0.gguf",
                              "models/weights/bahdanau-en-de.f16.gguf", "models/weights/transformer-en-de.q8_0.gguf",
                              "models/weights/transformer-en-de.f16.gguf"}) {
-        CAPTURE(file);
+        const std::string name = file;  // CAPTURE of a const char* would print the pointer
+        CAPTURE(name);
         const Model model = Model::open(test::source_path(file));
         for (int beam : {1, 4}) {
             CAPTURE(beam);

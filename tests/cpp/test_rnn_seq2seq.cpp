@@ -223,7 +223,7 @@ nn::Linear dequantized(const nn::Linear& layer) {
     nn::Linear out = layer;
     out.weight = Matrix::from_shape({std::size_t(layer.out), std::size_t(layer.in)});
     kernels::dequantize_q8_0(layer.weight_q8.data(), out.weight.size(), out.weight.data());
-    out.weight_q8.clear();
+    out.weight_q8 = nn::Q8Weights();
     return out;
 }
 

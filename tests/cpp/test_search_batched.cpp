@@ -186,8 +186,9 @@ TEST_CASE("linear_batched: every row as linear() computes it alone (Q8_0 bit for
 
     nn::Linear q8 = f32;
     q8.weight = Matrix();
-    q8.weight_q8.resize(std::size_t(kOut) * kIn / kernels::kQ8BlockSize);
-    kernels::quantize_q8_0(w.data(), w.size(), q8.weight_q8.data());
+    std::vector<kernels::BlockQ8_0> blocks(std::size_t(kOut) * kIn / kernels::kQ8BlockSize);
+    kernels::quantize_q8_0(w.data(), w.size(), blocks.data());
+    q8.weight_q8 = nn::Q8Weights(std::move(blocks));
     nn::Linear q8_unpacked = q8;
     q8.weight_q8_scales = kernels::q8_scales_by4(q8.weight_q8.data(), kOut, kIn);
     nn::Linear q8_rows4 = q8;  // what the loaders make in wasm (kernels::q8_rows4_pays), here on every target
@@ -218,8 +219,9 @@ nn::Linear random_q8_layer(int in, int out, uint32_t seed, bool interleaved) {
     layer.in = in;
     layer.out = out;
     const std::vector<float> w = test::random_vector(std::size_t(out) * in, seed);
-    layer.weight_q8.resize(std::size_t(out) * in / kernels::kQ8BlockSize);
-    kernels::quantize_q8_0(w.data(), w.size(), layer.weight_q8.data());
+    std::vector<kernels::BlockQ8_0> blocks(std::size_t(out) * in / kernels::kQ8BlockSize);
+    kernels::quantize_q8_0(w.data(), w.size(), blocks.data());
+    layer.weight_q8 = nn::Q8Weights(std::move(blocks));
     layer.weight_q8_scales = kernels::q8_scales_by4(layer.weight_q8.data(), out, in);
     if (interleaved) layer.weight_q8_rows4 = kernels::interleave_q8_rows4(layer.weight_q8.data(), out, in);
     layer.bias = Vector::from_shape({std::size_t(out)});

@@ -134,12 +134,15 @@ public:
         return d;
     }
 
+    // The messages' names are built only for a message: a tokenizer's vocabulary is tens of thousands of strings.
     std::string string(const std::string& where, uint64_t max_bytes = std::numeric_limits<uint64_t>::max()) {
-        const uint64_t length = u64(where + " (string length)");
+        if (remaining() < 8) need(8, where + " (string length)");
+        const uint64_t length = u64(where);
         if (length > max_bytes)
             fail("GGUF: " + where + " is " + std::to_string(length) + " bytes long, the limit is " +
                  std::to_string(max_bytes));
-        const uint8_t* p = take(length, where + " (" + std::to_string(length) + "-byte string)");
+        if (length > remaining()) need(length, where + " (" + std::to_string(length) + "-byte string)");
+        const uint8_t* p = take(length, where);
         return std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(length));
     }
 
@@ -282,11 +285,37 @@ bool Value::to_uint64(uint64_t& out) const {
     return true;
 }
 
-const Value& Value::at(std::size_t i) const {
+std::size_t Value::size() const {
+    return element_type_ == ValueType::string ? string_items_.size() : scalar_items_.size();
+}
+
+const std::vector<std::string>& Value::strings() const {
+    check(is_array() && element_type_ == ValueType::string,
+          std::string("GGUF value has type ") + type_name(type_) + ", expected array of string");
+    return string_items_;
+}
+
+void Value::set_scalar(ValueType type, uint64_t bits) {
+    type_ = type;
+    if (is_signed_type(type))
+        signed_ = int64_t(bits);
+    else if (type == ValueType::f32 || type == ValueType::f64)
+        std::memcpy(&float_, &bits, sizeof float_);
+    else
+        unsigned_ = bits;
+}
+
+Value Value::at(std::size_t i) const {
     check(is_array(), std::string("GGUF value has type ") + type_name(type_) + ", expected array");
-    check(i < items_.size(), "GGUF array index " + std::to_string(i) + " out of range (size " +
-                                 std::to_string(items_.size()) + ")");
-    return items_[i];
+    check(i < size(), "GGUF array index " + std::to_string(i) + " out of range (size " + std::to_string(size()) + ")");
+    Value item;
+    if (element_type_ == ValueType::string) {
+        item.type_ = ValueType::string;
+        item.string_ = string_items_[i];
+    } else {
+        item.set_scalar(element_type_, scalar_items_[i]);
+    }
+    return item;
 }
 
 std::string Value::to_string(std::size_t max_items) const {
@@ -299,13 +328,13 @@ std::string Value::to_string(std::size_t max_items) const {
         case ValueType::boolean: out << (unsigned_ ? "true" : "false"); break;
         case ValueType::string: out << quote(string_, 120); break;
         case ValueType::array: {
-            out << "[" << type_name(element_type_) << " x " << items_.size();
-            if (!items_.empty()) out << ": ";
-            for (std::size_t i = 0; i < std::min(items_.size(), max_items); ++i) {
+            out << "[" << type_name(element_type_) << " x " << size();
+            if (size() != 0) out << ": ";
+            for (std::size_t i = 0; i < std::min(size(), max_items); ++i) {
                 if (i) out << ", ";
-                out << (items_[i].type_ == ValueType::string ? quote(items_[i].string_, 40) : items_[i].to_string());
+                out << (element_type_ == ValueType::string ? quote(string_items_[i], 40) : at(i).to_string());
             }
-            if (items_.size() > max_items) out << ", ...";
+            if (size() > max_items) out << ", ...";
             out << "]";
             break;
         }
@@ -367,57 +396,85 @@ private:
         const std::string value_where = "metadata key '" + key + "'";
         const uint32_t type = cursor_.u32(value_where + " (value type)");
         Value value;
-        read_value(value, type, value_where, /*in_array=*/false);
+        read_value(value, type, value_where);
         file_.keys_.push_back(key);
         file_.values_.emplace(std::move(key), std::move(value));
     }
 
-    void read_value(Value& value, uint32_t type_id, const std::string& where, bool in_array) {
+    void read_value(Value& value, uint32_t type_id, const std::string& where) {
         if (!is_valid_value_type(type_id))
             fail("GGUF: " + where + " has unknown value type " + std::to_string(type_id));
         const ValueType type = ValueType(type_id);
-        value.type_ = type;
+        if (type == ValueType::string) {
+            value.type_ = type;
+            value.string_ = cursor_.string(where);
+        } else if (type == ValueType::array) {
+            value.type_ = type;
+            read_array(value, where);
+        } else {
+            value.set_scalar(type, read_scalar_bits(type, where));
+        }
+    }
+
+    // A scalar as Value's arrays hold it: the unsigned value, the signed one's two's complement, the double's bits.
+    uint64_t read_scalar_bits(ValueType type, const std::string& where) {
         switch (type) {
-            case ValueType::u8: value.unsigned_ = cursor_.u8(where); break;
-            case ValueType::u16: value.unsigned_ = cursor_.u16(where); break;
-            case ValueType::u32: value.unsigned_ = cursor_.u32(where); break;
-            case ValueType::u64: value.unsigned_ = cursor_.u64(where); break;
-            case ValueType::i8: value.signed_ = int8_t(cursor_.u8(where)); break;
-            case ValueType::i16: value.signed_ = int16_t(cursor_.u16(where)); break;
-            case ValueType::i32: value.signed_ = int32_t(cursor_.u32(where)); break;
-            case ValueType::i64: value.signed_ = int64_t(cursor_.u64(where)); break;
-            case ValueType::f32: value.float_ = cursor_.f32(where); break;
-            case ValueType::f64: value.float_ = cursor_.f64(where); break;
+            case ValueType::u8: return cursor_.u8(where);
+            case ValueType::u16: return cursor_.u16(where);
+            case ValueType::u32: return cursor_.u32(where);
+            case ValueType::u64: return cursor_.u64(where);
+            case ValueType::i8: return uint64_t(int64_t(int8_t(cursor_.u8(where))));
+            case ValueType::i16: return uint64_t(int64_t(int16_t(cursor_.u16(where))));
+            case ValueType::i32: return uint64_t(int64_t(int32_t(cursor_.u32(where))));
+            case ValueType::i64: return cursor_.u64(where);
+            case ValueType::f32: return double_bits(cursor_.f32(where));
+            case ValueType::f64: return double_bits(cursor_.f64(where));
             case ValueType::boolean: {
                 const uint8_t b = cursor_.u8(where);
                 if (b > 1) fail("GGUF: " + where + " is a bool stored as " + std::to_string(b) + " (must be 0 or 1)");
-                value.unsigned_ = b;
-                break;
+                return b;
             }
-            case ValueType::string: value.string_ = cursor_.string(where); break;
-            case ValueType::array: {
-                if (in_array) fail("GGUF: " + where + " is an array of arrays, which attnlab does not support");
-                const uint32_t element_type = cursor_.u32(where + " (array element type)");
-                if (!is_valid_value_type(element_type))
-                    fail("GGUF: " + where + " has unknown array element type " + std::to_string(element_type));
-                if (element_type == uint32_t(ValueType::array))
-                    fail("GGUF: " + where + " is an array of arrays, which attnlab does not support");
-                const uint64_t length = cursor_.u64(where + " (array length)");
-                const uint64_t min_bytes = min_encoded_bytes(ValueType(element_type));
-                if (length > cursor_.remaining() / min_bytes)
-                    fail("GGUF: " + where + " claims " + std::to_string(length) + " " +
-                         type_name(ValueType(element_type)) + " elements but only " +
-                         std::to_string(cursor_.remaining()) + " bytes remain");
-                value.element_type_ = ValueType(element_type);
-                // Grow as elements are actually read: a Value is much bigger than its encoding, so the
-                // count alone must not decide how much memory we take.
-                value.items_.reserve(static_cast<std::size_t>(std::min<uint64_t>(length, 4096)));
-                for (uint64_t i = 0; i < length; ++i) {
-                    value.items_.emplace_back();
-                    read_value(value.items_.back(), element_type, where + "[" + std::to_string(i) + "]", true);
-                }
-                break;
-            }
+            case ValueType::string: case ValueType::array: break;
+        }
+        fail("GGUF: " + where + " is not a scalar");
+    }
+
+    static uint64_t double_bits(double d) {
+        uint64_t bits;
+        std::memcpy(&bits, &d, sizeof bits);
+        return bits;
+    }
+
+    void read_array(Value& value, const std::string& where) {
+        const uint32_t element_type = cursor_.u32(where + " (array element type)");
+        if (!is_valid_value_type(element_type))
+            fail("GGUF: " + where + " has unknown array element type " + std::to_string(element_type));
+        if (element_type == uint32_t(ValueType::array))
+            fail("GGUF: " + where + " is an array of arrays, which attnlab does not support");
+        const uint64_t length = cursor_.u64(where + " (array length)");
+        const uint64_t min_bytes = min_encoded_bytes(ValueType(element_type));
+        if (length > cursor_.remaining() / min_bytes)
+            fail("GGUF: " + where + " claims " + std::to_string(length) + " " + type_name(ValueType(element_type)) +
+                 " elements but only " + std::to_string(cursor_.remaining()) + " bytes remain");
+        value.element_type_ = ValueType(element_type);
+        std::string element_where = where + "[";  // "<where>[i]", rewritten in place for each element
+        const std::size_t index_at = element_where.size();
+        auto element = [&](uint64_t i) -> const std::string& {
+            element_where.resize(index_at);
+            element_where += std::to_string(i);
+            element_where += ']';
+            return element_where;
+        };
+        // Grow as elements are actually read beyond a vocabulary's size: an element takes more memory than its
+        // encoding, so the count alone must not decide how much memory we take.
+        const std::size_t reserved = static_cast<std::size_t>(std::min<uint64_t>(length, 1 << 16));
+        if (value.element_type_ == ValueType::string) {
+            value.string_items_.reserve(reserved);
+            for (uint64_t i = 0; i < length; ++i) value.string_items_.push_back(cursor_.string(element(i)));
+        } else {
+            value.scalar_items_.reserve(reserved);
+            for (uint64_t i = 0; i < length; ++i)
+                value.scalar_items_.push_back(read_scalar_bits(value.element_type_, element(i)));
         }
     }
 
@@ -603,10 +660,7 @@ bool File::get_bool(const std::string& key) const {
 std::vector<std::string> File::get_string_array(const std::string& key) const {
     const Value& v = value(key);
     typed(key, v.is_array() && v.element_type() == ValueType::string, "array of string");
-    std::vector<std::string> out;
-    out.reserve(v.size());
-    for (const Value& item : v.items()) out.push_back(item.as_string());
-    return out;
+    return v.strings();
 }
 
 std::vector<float> File::get_f32_array(const std::string& key) const {
@@ -615,7 +669,11 @@ std::vector<float> File::get_f32_array(const std::string& key) const {
           "array of float32");
     std::vector<float> out;
     out.reserve(v.size());
-    for (const Value& item : v.items()) out.push_back(float(item.as_double()));
+    for (const uint64_t bits : v.scalar_items_) {
+        double x;
+        std::memcpy(&x, &bits, sizeof x);
+        out.push_back(float(x));
+    }
     return out;
 }
 
@@ -629,12 +687,15 @@ std::vector<int32_t> File::get_i32_array(const std::string& key) const {
     std::vector<int32_t> out;
     out.reserve(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) {
-        int64_t x = 0;
-        if (!v.items()[i].to_int64(x) || x < std::numeric_limits<int32_t>::min() ||
-            x > std::numeric_limits<int32_t>::max())
-            fail("metadata key '" + key + "'[" + std::to_string(i) + "] is " + v.items()[i].to_string() +
+        // A signed element's bits are its two's complement (int64_t(bits) is its value), an unsigned one's its value.
+        const uint64_t bits = v.scalar_items_[i];
+        const bool fits = is_signed_type(v.element_type()) ? int64_t(bits) >= std::numeric_limits<int32_t>::min() &&
+                                                                 int64_t(bits) <= std::numeric_limits<int32_t>::max()
+                                                           : bits <= uint64_t(std::numeric_limits<int32_t>::max());
+        if (!fits)
+            fail("metadata key '" + key + "'[" + std::to_string(i) + "] is " + v.at(i).to_string() +
                  ", which does not fit in int32");
-        out.push_back(int32_t(x));
+        out.push_back(int32_t(int64_t(bits)));
     }
     return out;
 }
@@ -730,6 +791,14 @@ std::vector<kernels::BlockQ8_0> File::load_q8(const std::string& name, const std
     std::vector<kernels::BlockQ8_0> blocks(n_blocks);
     kernels::quantize_q8_0(values.data(), values.size(), blocks.data());
     return blocks;
+}
+
+std::shared_ptr<const kernels::BlockQ8_0> File::q8_in_place(const std::string& name,
+                                                            const std::array<int64_t, 2>& expected_shape) const {
+    const TensorInfo& info = checked_tensor(name, expected_shape.data(), 2);
+    if (info.type != TensorType::q8_0) fail("tensor '" + name + "' is " + type_name(info.type) + ", expected q8_0");
+    // BlockQ8_0 is packed (alignment 1): any offset in the bytes is a valid place for one.
+    return std::shared_ptr<const kernels::BlockQ8_0>(bytes_, reinterpret_cast<const kernels::BlockQ8_0*>(info.data));
 }
 
 std::vector<uint16_t> File::load_f16(const std::string& name, const std::array<int64_t, 2>& expected_shape) const {

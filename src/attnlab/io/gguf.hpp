@@ -61,21 +61,27 @@ public:
 
     // Arrays.
     ValueType element_type() const { return element_type_; }
-    std::size_t size() const { return items_.size(); }
-    const Value& at(std::size_t i) const;
-    const std::vector<Value>& items() const { return items_; }
+    std::size_t size() const;
+    Value at(std::size_t i) const;  // the element as a Value of its own
+    const std::vector<std::string>& strings() const;  // an array of strings' elements
 
     std::string to_string(std::size_t max_items = 8) const;  // human-readable; arrays summarized
 
 private:
     friend class Parser;
+    friend class File;  // its typed array getters read the elements' bits
+    void set_scalar(ValueType type, uint64_t bits);  // from an element's bits (below)
+
     ValueType type_ = ValueType::u8;
     ValueType element_type_ = ValueType::u8;  // arrays only
     uint64_t unsigned_ = 0;                   // u8, u16, u32, u64, bool
     int64_t signed_ = 0;                      // i8, i16, i32, i64
     double float_ = 0;                        // f32, f64
     std::string string_;
-    std::vector<Value> items_;
+    // Array elements, stored compactly (a tokenizer's vocabulary is tens of thousands): strings as strings, every
+    // other element type as its bits (the unsigned value, the signed one's two's complement, the double's bits).
+    std::vector<std::string> string_items_;
+    std::vector<uint64_t> scalar_items_;
 };
 
 class File {
@@ -129,6 +135,10 @@ public:
     }
     // [rows, cols] as Q8_0 blocks (cols/32 per row): Q8_0 copied, F32/F16 quantized (cols % 32 == 0).
     std::vector<kernels::BlockQ8_0> load_q8(const std::string& name, const std::array<int64_t, 2>& expected_shape) const;
+    // A Q8_0 tensor [rows, cols] where the file holds it, kept alive by the pointer (it shares the File's bytes):
+    // weights used in place. Throws when the tensor has another type or shape.
+    std::shared_ptr<const kernels::BlockQ8_0> q8_in_place(const std::string& name,
+                                                          const std::array<int64_t, 2>& expected_shape) const;
     // [rows, cols] as IEEE halves: F16 copied, F32 rounded (round to nearest even), Q8_0 dequantized and rounded.
     std::vector<uint16_t> load_f16(const std::string& name, const std::array<int64_t, 2>& expected_shape) const;
     // Any shape, flattened: for callers that check the shape themselves.

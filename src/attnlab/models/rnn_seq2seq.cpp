@@ -70,12 +70,18 @@ RnnSeq2Seq load_rnn_seq2seq(const gguf::File& file) {
     model.init = nn::load_linear(file, "init", memory, c.decoder_hidden);
     model.attention = nn::load_attention(file, "attn", c.score, c.decoder_hidden, memory, c.attention_dim);
     // Split by input (the header's note): [E_tgt[y] ; c] for the GRU, [s ; c ; E_tgt[y]] for W_t.
-    nn::GRUCell decoder = nn::load_gru_cell(file, "decoder", c.embedding + memory, c.decoder_hidden);
-    model.decoder = decoder;
+    // The parts are loaded without the products' caches (load_linear_to_split): only their slices multiply.
+    const int gates = 3 * c.decoder_hidden;
+    const nn::Linear decoder_ih =
+        nn::load_linear_to_split(file, "decoder.weight_ih", "decoder.bias_ih", c.embedding + memory, gates);
     model.decoder.input_size = c.embedding;
-    model.decoder.ih = nn::slice_columns(decoder.ih, 0, c.embedding, true);
-    model.decoder_context = nn::slice_columns(decoder.ih, c.embedding, memory, false);
-    const nn::Linear deep = nn::load_linear(file, "deep_out", c.decoder_hidden + memory + c.embedding, c.embedding);
+    model.decoder.hidden_size = c.decoder_hidden;
+    model.decoder.ih = nn::slice_columns(decoder_ih, 0, c.embedding, true);
+    model.decoder.hh = nn::load_linear_tensors(file, "decoder.weight_hh", "decoder.bias_hh", c.decoder_hidden, gates);
+    nn::validate(model.decoder);
+    model.decoder_context = nn::slice_columns(decoder_ih, c.embedding, memory, false);
+    const nn::Linear deep = nn::load_linear_to_split(file, "deep_out.weight", "deep_out.bias",
+                                                     c.decoder_hidden + memory + c.embedding, c.embedding);
     model.deep_state = nn::slice_columns(deep, 0, c.decoder_hidden, true);
     model.deep_context = nn::slice_columns(deep, c.decoder_hidden, memory, false);
     model.deep_embedding = nn::slice_columns(deep, c.decoder_hidden + memory, c.embedding, false);

@@ -53,6 +53,18 @@ const int8_t* interleaved_q8_weights(const Linear& layer) {
 
 }  // namespace
 
+Q8Weights::Q8Weights(std::vector<kernels::BlockQ8_0> blocks) : count_(blocks.size()) {
+    auto owned = std::make_shared<const std::vector<kernels::BlockQ8_0>>(std::move(blocks));
+    blocks_ = std::shared_ptr<const kernels::BlockQ8_0>(owned, owned->data());
+}
+
+Q8Weights Q8Weights::part(std::size_t first, std::size_t count) const {
+    if (!(first <= count_ && count <= count_ - first))
+        fail("Q8Weights::part: blocks [" + std::to_string(first) + ", " + std::to_string(first + count) +
+             ") outside [0, " + std::to_string(count_) + ")");
+    return Q8Weights(std::shared_ptr<const kernels::BlockQ8_0>(blocks_, blocks_.get() + first), count);
+}
+
 void validate(const Linear& layer, const std::string& what) {
     if (!(layer.in > 0 && layer.out > 0))
         fail(what + ": linear layer has no shape (in " + std::to_string(layer.in) + ", out " +
@@ -235,10 +247,11 @@ Linear gather_rows(const Linear& layer, const std::vector<int32_t>& rows) {
     part.out = static_cast<int>(count);
     if (layer.quantized()) {
         const std::size_t blocks_per_row = in / kernels::kQ8BlockSize;
-        part.weight_q8.resize(count * blocks_per_row);
+        std::vector<kernels::BlockQ8_0> blocks(count * blocks_per_row);
         for (std::size_t r = 0; r < count; ++r)
             std::copy_n(layer.weight_q8.begin() + std::size_t(rows[r]) * blocks_per_row, blocks_per_row,
-                        part.weight_q8.begin() + r * blocks_per_row);
+                        blocks.begin() + r * blocks_per_row);
+        part.weight_q8 = Q8Weights(std::move(blocks));
         fill_q8_caches(part);
     } else if (layer.panelled()) {
         part.weight = Matrix::from_shape({count, in});
@@ -264,6 +277,19 @@ Linear slice_rows(const Linear& layer, int begin, int count) {
     if (!(begin >= 0 && count > 0 && begin + count <= layer.out))
         fail("slice_rows: rows [" + std::to_string(begin) + ", " + std::to_string(begin + count) + ") outside [0, " +
              std::to_string(layer.out) + ")");
+    if (layer.quantized()) {
+        const std::size_t blocks_per_row = std::size_t(layer.in) / kernels::kQ8BlockSize;
+        Linear part;
+        part.in = layer.in;
+        part.out = count;
+        part.weight_q8 = layer.weight_q8.part(std::size_t(begin) * blocks_per_row, std::size_t(count) * blocks_per_row);
+        fill_q8_caches(part);
+        if (layer.has_bias()) {
+            part.bias = Vector::from_shape({std::size_t(count)});
+            std::copy_n(layer.bias.data() + begin, count, part.bias.data());
+        }
+        return part;
+    }
     std::vector<int32_t> rows(static_cast<std::size_t>(count));
     for (int r = 0; r < count; ++r) rows[r] = begin + r;
     return gather_rows(layer, rows);
@@ -280,9 +306,10 @@ Linear slice_columns(const Linear& layer, int begin, int count, bool keep_bias) 
     constexpr int kBlock = kernels::kQ8BlockSize;
     if (layer.quantized() && begin % kBlock == 0 && count % kBlock == 0) {
         const std::size_t blocks = in / kBlock, first = std::size_t(begin) / kBlock, taken = n / kBlock;
-        part.weight_q8.resize(rows * taken);
+        std::vector<kernels::BlockQ8_0> part_blocks(rows * taken);
         for (std::size_t r = 0; r < rows; ++r)
-            std::copy_n(layer.weight_q8.begin() + r * blocks + first, taken, part.weight_q8.begin() + r * taken);
+            std::copy_n(layer.weight_q8.begin() + r * blocks + first, taken, part_blocks.begin() + r * taken);
+        part.weight_q8 = Q8Weights(std::move(part_blocks));
         fill_q8_caches(part);
     } else if (layer.half()) {
         part.weight_f16.resize(rows * n);
@@ -312,7 +339,8 @@ Linear load_weights(const gguf::File& file, const std::string& weight_name, cons
     layer.out = out;
     const gguf::TensorType type = file.tensor(weight_name).type;
     if (type == gguf::TensorType::q8_0)
-        layer.weight_q8 = file.load_q8(weight_name, {out, in});  // stays quantized: gemv_q8_q8 / gemm_nt_q8
+        layer.weight_q8 =
+            Q8Weights(file.q8_in_place(weight_name, {out, in}), std::size_t(out) * (in / kernels::kQ8BlockSize));
     else if (type == gguf::TensorType::f16 && kernels::keep_f16_weights())
         layer.weight_f16 = file.load_f16(weight_name, {out, in});
     else
@@ -329,6 +357,13 @@ Linear load_linear_tensors(const gguf::File& file, const std::string& weight_nam
     Linear layer = load_weights(file, weight_name, bias_name, in, out);
     pack_weight_panels(layer);
     if (layer.quantized()) fill_q8_caches(layer);
+    return layer;
+}
+
+Linear load_linear_to_split(const gguf::File& file, const std::string& weight_name, const std::string& bias_name,
+                            int in, int out) {
+    Linear layer = load_weights(file, weight_name, bias_name, in, out);
+    pack_weight_panels(layer);  // f32 parts keep the loaders' storage (slices of panels are panels)
     return layer;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // nn.Linear: y = x · Wᵀ + b, with W in PyTorch layout [out, in], as f32 (row-major, or packed in the GEMV's panels
 // once loaded), as IEEE halves (native builds with F16C, kernels::keep_f16_weights()) or as GGUF Q8_0 blocks.
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,30 @@ class File;
 
 namespace attnlab::nn {
 
+// Q8_0 blocks that never change once made: the model file's own bytes, used in place (what the loaders give: nothing
+// copied or written at load, the weights' memory is the file's), or blocks of their own (what slices and hand-built
+// layers make). Copies share the blocks.
+class Q8Weights {
+public:
+    Q8Weights() = default;
+    explicit Q8Weights(std::vector<kernels::BlockQ8_0> blocks);
+    // `count` blocks at `blocks`, kept alive by `blocks`' owner (an aliasing pointer into a gguf::File's bytes).
+    Q8Weights(std::shared_ptr<const kernels::BlockQ8_0> blocks, std::size_t count)
+        : blocks_(std::move(blocks)), count_(count) {}
+
+    const kernels::BlockQ8_0* data() const { return blocks_.get(); }
+    std::size_t size() const { return count_; }
+    bool empty() const { return count_ == 0; }
+    const kernels::BlockQ8_0* begin() const { return data(); }
+    const kernels::BlockQ8_0* end() const { return data() + count_; }
+    // Blocks [first, first+count), sharing these (no copy).
+    Q8Weights part(std::size_t first, std::size_t count) const;
+
+private:
+    std::shared_ptr<const kernels::BlockQ8_0> blocks_;
+    std::size_t count_ = 0;
+};
+
 struct Linear {
     int in = 0;
     int out = 0;
@@ -21,7 +47,7 @@ struct Linear {
     // [out, in] f32 in kernels::pack_panels' layout (what the loaders make of f32 weights): used when non-empty.
     std::vector<float> weight_panels;
     std::vector<uint16_t> weight_f16;              // [out, in] halves; used when non-empty
-    std::vector<kernels::BlockQ8_0> weight_q8;     // [out, in/32] Q8_0 blocks; used when non-empty
+    Q8Weights weight_q8;                           // [out, in/32] Q8_0 blocks; used when non-empty
     // weight_q8's block scales as floats, kernels::q8_scales_by4 (set by the loaders and slice_rows; 12% of
     // the Q8_0 bytes): spares the one-row kernel converting f16 scales on every call. Empty: converted per call.
     // A cache of weight_q8, checked only by size: code that changes weight_q8 after loading must clear or refill it.
@@ -71,7 +97,7 @@ Matrix project_sequence(const Linear& layer, const Matrix& x, SequenceProducts p
 void linear_batched_stack(const Linear* const* layers, int count, const float* x, int rows, float* const* y);
 
 // Rows [begin, begin+count) of the layer (weights and bias): splits a fused projection such as
-// nn.MultiheadAttention's in_proj [3d, d] or a recurrent cell's stacked gates.
+// nn.MultiheadAttention's in_proj [3d, d] or a recurrent cell's stacked gates. Q8_0 rows share the layer's blocks.
 Linear slice_rows(const Linear& layer, int begin, int count);
 // Columns [begin, begin+count) of the layer's weights (input features), in the layer's storage, with its bias when
 // keep_bias: one part of a layer whose input is a concatenation, W [x ; c] = W_x x + W_c c. Q8_0 weights stay Q8_0
@@ -92,8 +118,9 @@ void pack_weight_panels(Linear& layer);
 // Checks that the weights agree with in/out (a hand-built layer with a wrong shape fails here, not in a kernel).
 void validate(const Linear& layer, const std::string& what);
 
-// Reads "<prefix>.weight" [out, in] and, when with_bias, "<prefix>.bias" [out]. Q8_0 weights stay quantized,
-// F16 stays F16 where kernels::keep_f16_weights() (else becomes f32), F32 stays f32, packed in panels. Throws attnlab::Error when a tensor is missing or has another shape.
+// Reads "<prefix>.weight" [out, in] and, when with_bias, "<prefix>.bias" [out]. Q8_0 weights stay quantized (used
+// in place in the file's bytes), F16 stays F16 where kernels::keep_f16_weights() (else becomes f32), F32 stays f32,
+// packed in panels. Throws attnlab::Error when a tensor is missing or has another shape.
 Linear load_linear(const gguf::File& file, const std::string& prefix, int in, int out, bool with_bias = true);
 // Same, but the bias is loaded only when the file has "<prefix>.bias".
 Linear load_linear_optional_bias(const gguf::File& file, const std::string& prefix, int in, int out);
@@ -101,6 +128,11 @@ Linear load_linear_optional_bias(const gguf::File& file, const std::string& pref
 // The general form: any weight name [out, in]; the bias is loaded when bias_name is non-empty and present.
 Linear load_linear_tensors(const gguf::File& file, const std::string& weight_name, const std::string& bias_name,
                            int in, int out);
+
+// load_linear_tensors without the Q8_0 caches of the products: a layer that is split before use (slice_rows,
+// slice_columns), whose parts make their own.
+Linear load_linear_to_split(const gguf::File& file, const std::string& weight_name, const std::string& bias_name,
+                            int in, int out);
 
 // A lookup table [rows, width] (a source embedding): its rows are read (weight_row), never multiplied, so it is held
 // as the file holds it, without the panels and Q8_0 caches the products use: less memory, and less of it written

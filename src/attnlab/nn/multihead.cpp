@@ -179,7 +179,7 @@ MultiHeadAttention load_multihead(const gguf::File& file, const std::string& pre
     if (file.has_tensor(prefix + ".in_proj_weight")) {
         // One fused projection [3d, d]: treat it as a Linear and split its rows q | k | v.
         const Linear fused =
-            load_linear_tensors(file, prefix + ".in_proj_weight", prefix + ".in_proj_bias", d_model, 3 * d_model);
+            load_linear_to_split(file, prefix + ".in_proj_weight", prefix + ".in_proj_bias", d_model, 3 * d_model);
         mha.q = slice_rows(fused, 0, d_model);
         mha.k = slice_rows(fused, d_model, d_model);
         mha.v = slice_rows(fused, 2 * d_model, d_model);

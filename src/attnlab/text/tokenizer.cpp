@@ -84,29 +84,31 @@ Tokenizer::Tokenizer(std::vector<std::string> pieces, std::vector<float> scores,
     vocab->scores = std::move(scores);
     vocab->types.resize(n);
     std::fill(std::begin(vocab->byte_ids), std::end(vocab->byte_ids), -1);
+    vocab->mergeable.reserve(n);
     int byte_count = 0;
     for (std::size_t i = 0; i < n; ++i) {
         const std::string& piece = vocab->pieces[i];
         const int32_t id = int32_t(i);
-        const std::string where = "tokenizer: piece " + std::to_string(i);
-        check(!piece.empty(), where + " is empty");
-        validate_utf8(piece, where);
-        check(types[i] >= 1 && types[i] <= 6, where + " has token type " + std::to_string(types[i]) +
-                                                  " (expected 1 normal .. 6 byte)");
+        // Messages are built only on failure: a vocabulary is tens of thousands of pieces, loaded with every model.
+        auto where = [i] { return "tokenizer: piece " + std::to_string(i); };
+        if (piece.empty()) fail(where() + " is empty");
+        if (find_utf8_error(piece)) validate_utf8(piece, where());
+        if (!(types[i] >= 1 && types[i] <= 6))
+            fail(where() + " has token type " + std::to_string(types[i]) + " (expected 1 normal .. 6 byte)");
         const auto type = static_cast<TokenType>(types[i]);
         vocab->types[i] = type;
         const bool mergeable = type == TokenType::normal || type == TokenType::user_defined || type == TokenType::unused;
         auto& table = mergeable ? vocab->mergeable : vocab->reserved;
-        check(table.emplace(std::string_view(piece), id).second, where + " '" + piece + "' is defined twice");
+        if (!table.emplace(std::string_view(piece), id).second) fail(where() + " '" + piece + "' is defined twice");
         if (type == TokenType::user_defined) vocab->user_defined.push_back(piece);
         if (type == TokenType::unknown) {
-            check(vocab->unknown_id < 0, where + ": a second unknown piece (the first is id " +
-                                             std::to_string(vocab->unknown_id) + ")");
+            if (vocab->unknown_id >= 0)
+                fail(where() + ": a second unknown piece (the first is id " + std::to_string(vocab->unknown_id) + ")");
             vocab->unknown_id = id;
         }
         if (type == TokenType::byte) {
             const int byte = parse_byte_piece(piece);
-            check(byte >= 0, where + " '" + piece + "' has the byte type but is not of the form <0xXX>");
+            if (byte < 0) fail(where() + " '" + piece + "' has the byte type but is not of the form <0xXX>");
             vocab->byte_ids[byte] = id;
             ++byte_count;
         }
