@@ -10,10 +10,10 @@
 // (build/profile/web) without touching web/dist; --root build/profile serves its web/lib and web/dist instead.
 // Also prints bench/cpu.mjs's fresh-memory probe, since a load writes tens of MB of memory the process never touched.
 //
-// --baseline DIR compares instead, without the profiler: the first result (cold start, loadModel and one greedy
-// translation, as bench_translate's first_result_ms) of the engine under --root against the one under DIR/web
-// (another tree's web/lib and web/dist), each run a fresh page of each, their order alternating; prints every
-// run, each engine's median and the ratio of the medians.
+// --baseline DIR compares instead, without the profiler: the first result (engine cold start, loadModel and one
+// greedy translation) of the engine under --root against the one under DIR/web (another tree's web/lib and
+// web/dist, e.g. a worktree of an earlier commit after `bash scripts/build.sh --only wasm --skip-setup`), each run
+// a fresh page of each, their order alternating; prints every run, the medians of each part and their ratios.
 import { createServer } from 'node:http';
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -84,7 +84,8 @@ function summarize(profile) {
   return `self time:\n${top(self, 15)}\nmemory fills and copies, by caller:\n${top(fills, 8)}`;
 }
 
-// A fresh page's first result from the engine at `prefix` ('' or '/baseline'), in ms.
+// A fresh page's first result from the engine at `prefix` ('' or '/baseline'), in its parts: [engine cold start,
+// loadModel, the first greedy translation] in ms.
 async function firstResult(browser, prefix) {
   const page = await browser.newPage();
   try {
@@ -92,11 +93,15 @@ async function firstResult(browser, prefix) {
     return await page.evaluate(async ({ model, prefix }) => {
       const bytes = new Uint8Array(await (await fetch(`/${model}`)).arrayBuffer());
       const attnlab = await import(`${prefix}/web/lib/index.mjs`);
+      const { loadEngine } = await import(`${prefix}/web/lib/engine.mjs`);
       attnlab.env.threads = 1;
       const t0 = performance.now();
+      await loadEngine();
+      const t1 = performance.now();
       const loaded = await attnlab.loadModel(bytes, { useWorker: false, cache: false });
+      const t2 = performance.now();
       await loaded.translate('A man in a blue shirt is riding a bike down the street.', { beam: 1 });
-      return performance.now() - t0;
+      return [t1 - t0, t2 - t1, performance.now() - t2];
     }, { model: args.model, prefix });
   } finally {
     await page.close();
@@ -105,42 +110,19 @@ async function firstResult(browser, prefix) {
 
 async function compare(browser) {
   const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-  const times = { root: [], baseline: [] };
+  const runs = { root: [], baseline: [] };
+  const show = (parts) => `${parts.reduce((a, b) => a + b).toFixed(0)} ms (${parts.map((x) => x.toFixed(0)).join(' + ')})`;
   for (let run = 0; run < args.runs; ++run) {
     const order = run % 2 ? ['baseline', 'root'] : ['root', 'baseline'];
-    for (const which of order) times[which].push(await firstResult(browser, which === 'root' ? '' : '/baseline'));
-    console.log(`run ${run}: first result ${args.root} ${times.root.at(-1).toFixed(0)} ms, ` +
-                `${args.baseline} ${times.baseline.at(-1).toFixed(0)} ms`);
+    for (const which of order) runs[which].push(await firstResult(browser, which === 'root' ? '' : '/baseline'));
+    console.log(`run ${run}: first result (engine + load + translation) ${args.root} ${show(runs.root.at(-1))}, ` +
+                `${args.baseline} ${show(runs.baseline.at(-1))}`);
   }
-  const [a, b] = [median(times.root), median(times.baseline)];
-  console.log(`median first result: ${args.root} ${a.toFixed(0)} ms, ${args.baseline} ${b.toFixed(0)} ms; ` +
-              `baseline / root ${(b / a).toFixed(2)}`);
-}
-
-async function profile(browser) {
-  let last = null;
-  for (let run = 0; run < args.runs; ++run) {
-    const page = await browser.newPage();
-    await page.goto(`http://localhost:${server.address().port}/`);
-    await page.evaluate(async (model) => {
-      window.modelBytes = new Uint8Array(await (await fetch(`/${model}`)).arrayBuffer());
-      window.attnlab = await import('/web/lib/index.mjs');
-      window.attnlab.env.threads = 1;
-    }, args.model);
-    const client = await page.context().newCDPSession(page);
-    await client.send('Profiler.enable');
-    await client.send('Profiler.setSamplingInterval', { interval: 100 });
-    await client.send('Profiler.start');
-    const ms = await page.evaluate(async () => {
-      const t0 = performance.now();
-      await window.attnlab.loadModel(window.modelBytes, { useWorker: false, cache: false });
-      return performance.now() - t0;
-    });
-    last = (await client.send('Profiler.stop')).profile;
-    console.log(`run ${run}: engine cold start + loadModel(${args.model}) ${ms.toFixed(0)} ms`);
-    await page.close();
-  }
-  console.log(summarize(last));
+  const medians = (rows) => [...rows[0].keys(), 3].map((i) => median(rows.map((r) => (i < 3 ? r[i] : r[0] + r[1] + r[2]))));
+  const [a, b] = [medians(runs.root), medians(runs.baseline)];
+  const line = (m) => `${m[3].toFixed(0)} ms (engine ${m[0].toFixed(0)}, load ${m[1].toFixed(0)}, translation ${m[2].toFixed(0)})`;
+  console.log(`medians: ${args.root} ${line(a)}; ${args.baseline} ${line(b)}; first result baseline / root ` +
+              `${(b[3] / a[3]).toFixed(2)}, load ${(b[1] / a[1]).toFixed(2)}`);
 }
 
 const server = await serve();
