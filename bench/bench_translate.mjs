@@ -13,11 +13,12 @@
 //
 //   PYTHONPATH=python node bench/bench_translate.mjs [--quick] [--sentences N] [--paragraphs N] [--rnn F16.gguf]
 //       [--rnn-q8 Q8.gguf] [--transformer F16.gguf] [--transformer-q8 Q8.gguf] [--no-browser] [--paragraphs-only]
-//       [--shortlist SHORTLIST.gguf | --no-shortlist] [--threaded-at-one] [--rnn-form F] [--rnn-beam-form F]
+//       [--shortlist SHORTLIST.gguf | --no-shortlist] [--rnn-form F] [--rnn-beam-form F]
 // (--paragraphs-only runs the paragraph benchmark alone; the paragraphs also run attnlab q8_0 with the EN→DE
-// shortlist, models/weights/en-de.shortlist.gguf, unless --no-shortlist; --threaded-at-one adds to the 2-thread
-// page that configuration on the threaded build set to one thread for each paragraph, "threaded1_q8_shortlist_t2":
-// how much of threads_speedup the threaded build's own code costs, apart from the work's parallel share;
+// shortlist, models/weights/en-de.shortlist.gguf, unless --no-shortlist; the 2-thread page also runs that
+// configuration in a worker on the single-thread build and in one on the threaded build at 2 threads,
+// "worker1_q8_shortlist_t2" and "worker2_q8_shortlist_t2", interleaved with the rest: threads_speedup's pair; and on
+// the page's threaded build set to one thread, "threaded1_q8_shortlist_t2": what that build's own code costs;
 // --rnn-form and --rnn-beam-form pick the form of ORT's RNN graphs for batch 1 and for the paragraphs: `projected`
 // (the equations attnlab runs, the decoder's products with the context moved into the encoder; batch 1's default)
 // or `concatenated` (the model's equations as trained, every step multiplying the context; the paragraphs'
@@ -70,7 +71,6 @@ function parseArgs(argv) {
     else if (a === '--shortlist') args.shortlist = value();
     else if (a === '--no-shortlist') args.shortlist = null;
     else if (a === '--paragraphs-only') args.paragraphsOnly = true;
-    else if (a === '--threaded-at-one') args.threadedAtOne = true;
     else if (a === '--rnn-form') args.rnnForm = value();
     else if (a === '--rnn-beam-form') args.rnnBeamForm = value();
     else if (a === '--child') args.child = value();
@@ -224,9 +224,9 @@ async function runPage(files, config, pagePath) {
 }
 
 // The paragraph benchmark in one page, both engines at `threads`.
-async function paragraphPage(models, paragraphs, threads, threadedAtOne = false) {
+async function paragraphPage(models, paragraphs, threads) {
   const files = {};
-  const config = { paragraphs, threads, threadedAtOne: threadedAtOne && threads > 1, models: [] };
+  const config = { paragraphs, threads, models: [] };
   for (const m of models) {
     files[`${m.kind}.gguf`] = abs(m.gguf);
     files[`${m.kind}.q8.gguf`] = abs(m.q8);
@@ -361,17 +361,31 @@ function reportParagraphs(result, pages, models, references, paragraphCount) {
                                       attnlab_api: best.attnlab.engine.api,
                                       pages: Object.fromEntries(Object.entries(pages).map(([page, r]) => [page, r.models[m.kind].engines])) };
   }
-  // attnlab 2 threads ÷ 1: its best configuration (f32, q8_0, q8_0 with the shortlist) in the 2-thread page over
-  // its best in the 1-thread page, when the 2-thread page ran the threaded build.
+  // attnlab 2 threads ÷ 1: its fastest configuration in a worker on the threaded build at 2 threads over the same in a
+  // worker on the single-thread build, both in the 2-thread page, interleaved paragraph by paragraph. Reported beside
+  // it: the ratio across the two pages (its best at 2 threads ÷ its best on the single-thread build, pages run one
+  // after the other, as before 2026-12-06), and the threaded build at one thread ÷ the single-thread worker.
   const threaded = pages.t2?.attnlabEngine;
-  if (threaded?.build === 'threaded' && threaded.threads === 2) {
-    const bestIn = (page, kind) => Math.max(...Object.entries(pages[page].models[kind].engines)
+  const named = (kind, prefix) => Object.keys(pages.t2?.models[kind].engines ?? {}).find((n) => n.startsWith(prefix));
+  if (threaded?.build === 'threaded' && threaded.threads === 2 &&
+      models.every((m) => named(m.kind, 'worker1_') && named(m.kind, 'worker2_'))) {
+    const engines = (page, kind) => pages[page].models[kind].engines;
+    const wordsPerS = (kind, prefix) => engines('t2', kind)[named(kind, prefix)]?.words_per_s;
+    const bestIn = (page, kind) => Math.max(...Object.entries(engines(page, kind))
       .filter(([n]) => n.startsWith('attnlab')).map(([, x]) => x.words_per_s));
-    const speedups = models.map((m) => ratio(bestIn('t2', m.kind), bestIn('t1', m.kind)));
-    result.threads_speedup = Math.min(...speedups);
-    result.threads_speedup_by_model = Object.fromEntries(models.map((m, i) => [m.kind, speedups[i]]));
-    console.log(`attnlab 2 threads ÷ 1 (paragraphs, words/s, its best configuration in each page): ` +
-                `${models.map((m, i) => `${m.kind} ${fmt(speedups[i])}x`).join(', ')}`);
+    const byModel = Object.fromEntries(models.map((m) => [m.kind, {
+      config: named(m.kind, 'worker1_').replace(/^worker1_/, '').replace(/_t2$/, ''),
+      workers: ratio(wordsPerS(m.kind, 'worker2_'), wordsPerS(m.kind, 'worker1_')),
+      across_pages: ratio(bestIn('t2', m.kind), bestIn('t1', m.kind)),
+      threaded_at_one_vs_single_thread: ratio(wordsPerS(m.kind, 'threaded1_'), wordsPerS(m.kind, 'worker1_')) }]));
+    result.threads_speedup = Math.min(...models.map((m) => byModel[m.kind].workers));
+    result.threads_speedup_by_model = Object.fromEntries(models.map((m) => [m.kind, byModel[m.kind].workers]));
+    result.threads_speedup_details = byModel;
+    const each = (key) => models.map((m) => `${m.kind} ${fmt(byModel[m.kind][key])}x`).join(', ');
+    console.log(`attnlab 2 threads ÷ 1 (paragraphs, words/s, its fastest configuration in a worker on the threaded build ` +
+                `at 2 threads and in one on the single-thread build, interleaved in the 2-thread page): ${each('workers')}; ` +
+                `across the two pages (its best in each): ${each('across_pages')}; the page's threaded build at one ` +
+                `thread ÷ the single-thread worker: ${each('threaded_at_one_vs_single_thread')}`);
   } else {
     result.threads_speedup_reason = `the 2-thread page ran attnlab's ${threaded?.build ?? 'single-thread'} build ` +
       `(${threaded?.build ? `${threaded.threads} threads` : 'engineInfo() names no build: this tree has no threaded one'})`;
@@ -417,7 +431,7 @@ async function runParagraphs(args, models, sourceFile, paragraphHarness) {
   if (args.browser) {
     for (const threads of [1, 2]) {
       const t0 = Date.now();
-      pages[`t${threads}`] = await paragraphPage(paragraphModels, paragraphs, threads, args.threadedAtOne);
+      pages[`t${threads}`] = await paragraphPage(paragraphModels, paragraphs, threads);
       pages[`t${threads}`].seconds = (Date.now() - t0) / 1000;
     }
   }

@@ -3,8 +3,11 @@
 // paragraphs with beam 4, interleaved paragraph by paragraph, in the page's thread. Both engines fix their thread
 // count once per realm (ORT starts its pool with the first session, attnlab loads its single-thread or threaded
 // build with the first model: env.threads), so the driver opens one page per thread count, both engines at it.
-// With config.threadedAtOne (bench_translate.mjs --threaded-at-one) the 2-thread page also runs q8_0 with the
-// shortlist on its threaded build set to one thread.
+// The 2-thread page also runs attnlab's fastest configuration (q8_0, with the shortlist where there is one) in two
+// workers of its own, as the demo page runs a model: one on the single-thread build ("worker1_..."), one on the
+// threaded build at 2 threads ("worker2_..."); interleaved with the rest, the pair gives threads_speedup without the
+// machine's drift between two pages. When the page runs the threaded build it also runs that configuration on it
+// set to one thread ("threaded1_..."): what the threaded build's own code costs.
 // Sets window.benchResult = { crossOriginIsolated, threads, attnlabEngine, models: { kind: { engines, outputs } } }
 // or { error }.
 import { engineInfo, env, loadEngine, loadModel } from '/web/lib/index.mjs';
@@ -34,6 +37,26 @@ function atOneThread(runner, threads) {
   };
 }
 
+// attnlab in a worker of its own that starts the build `threads` picks (the worker reads env.threads when the model
+// loads); refuses to run on another build than that.
+function workerRunner({ name, bytes, loadOptions, threads }) {
+  const loadInWorker = async (modelBytes, options) => {
+    const pageThreads = env.threads;
+    env.threads = threads;
+    let model;
+    try {
+      model = await loadModel(modelBytes, { ...options, useWorker: true });
+    } finally {
+      env.threads = pageThreads;
+    }
+    const { build } = await model._engineInfo();
+    const expected = threads > 1 ? 'threaded' : 'single-thread';
+    if (build !== expected) throw new Error(`${name}: its worker runs the ${build} build, not the ${expected} one`);
+    return model;
+  };
+  return attnlabParagraphRunner({ name, loadModel: loadInWorker, bytes, loadOptions });
+}
+
 async function main() {
   const config = await (await fetch('/config.json')).json();
   ort.env.wasm.wasmPaths = '/node_modules/onnxruntime-web/dist/';
@@ -53,15 +76,20 @@ async function main() {
       attnlabParagraphRunner({ name: `attnlab_f32_t${config.threads}`, loadModel, bytes: f32, loadOptions }),
       attnlabParagraphRunner({ name: `attnlab_q8_t${config.threads}`, loadModel, bytes: q8, loadOptions }),
     ];
+    let fastest = { config: 'q8', loadOptions };
     if (model.shortlist) {
-      const shortlist = await bytesOf(model.shortlist);
+      fastest = { config: 'q8_shortlist', loadOptions: { ...loadOptions, shortlist: await bytesOf(model.shortlist) } };
       runners.push(attnlabParagraphRunner({ name: `attnlab_q8_shortlist_t${config.threads}`, loadModel, bytes: q8,
-                                            loadOptions: { ...loadOptions, shortlist } }));
-      if (config.threadedAtOne) runners.push(atOneThread(attnlabParagraphRunner({ name: `threaded1_q8_shortlist_t${config.threads}`,
-                                                                                  loadModel, bytes: q8,
-                                                                                  loadOptions: { ...loadOptions, shortlist } }),
-                                                         config.threads));
+                                            loadOptions: fastest.loadOptions }));
     }
+    if (config.threads === 2) {
+      for (const threads of [1, 2])
+        runners.push(workerRunner({ name: `worker${threads}_${fastest.config}_t2`, bytes: q8, loadOptions: fastest.loadOptions,
+                                    threads }));
+    }
+    if ((await engineInfo()).build === 'threaded')
+      runners.push(atOneThread(attnlabParagraphRunner({ name: `threaded1_${fastest.config}_t${config.threads}`, loadModel,
+                                                        bytes: q8, loadOptions: fastest.loadOptions }), config.threads));
     for (const [name, graphs] of Object.entries(model.ort))
       runners.push(ortParagraphRunner({ name: `ort_${name}_t${config.threads}`, ort, kind: model.kind, info: model.info,
                                         encoderBytes: await bytesOf(graphs.encoder), decoderBytes: await bytesOf(graphs.decoder),

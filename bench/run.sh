@@ -12,7 +12,7 @@
 #      and the paragraph benchmark (test2016 in 8-sentence paragraphs, beam 4, each engine at its best, BLEU next to
 #      words/s; docs/performance.md); options --sentences N, --paragraphs N, --rnn F, --rnn-q8 F, --transformer F,
 #      --transformer-q8 F, --shortlist F (default models/weights/en-de.shortlist.gguf: attnlab q8_0 with it is one more
-#      paragraph engine), --no-shortlist, --no-browser, --paragraphs-only, --threaded-at-one, --rnn-form F and
+#      paragraph engine), --no-shortlist, --no-browser, --paragraphs-only, --rnn-form F and
 #      --rnn-beam-form F (projected|concatenated: ORT's RNN graphs at batch 1 and in the paragraphs; bench/export_onnx.py).
 # --quick: the kernel benchmark runs once instead of three times and the translation benchmark on 50 sentences
 # (25 in Chromium) and 6 paragraphs; it finishes within 10 minutes on the 2-core machine. The LAST line printed is
@@ -28,7 +28,7 @@ quick=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; translate_args+=(--quick) ;;
-    --no-browser|--paragraphs-only|--no-shortlist|--threaded-at-one) translate_args+=("$1") ;;
+    --no-browser|--paragraphs-only|--no-shortlist) translate_args+=("$1") ;;
     --sentences|--paragraphs|--rnn|--rnn-q8|--transformer|--transformer-q8|--shortlist|--rnn-form|--rnn-beam-form)
       translate_args+=("$1" "$2"); shift ;;
     *) kernel_args+=("$1") ;;
