@@ -208,16 +208,16 @@ AttentionTensor to_attention_tensor(const Tensor4& t) {
 std::vector<int32_t> encode_source(const text::Tokenizer& tokenizer, const std::string& text, bool add_eos, int eos) {
     // Identity normalization strips only U+0020, so a line of tabs or line breaks would otherwise be
     // "translated" from its byte pieces.
-    check(text.size() <= static_cast<std::size_t>(kMaxTextBytes),
-          "the input is too long: " + std::to_string(text.size()) + " bytes, at most " + std::to_string(kMaxTextBytes) +
-              " are accepted");
+    if (text.size() > static_cast<std::size_t>(kMaxTextBytes))
+        fail("the input is too long: " + std::to_string(text.size()) + " bytes, at most " +
+             std::to_string(kMaxTextBytes) + " are accepted");
     check(text.find_first_not_of(" \t\n\r\f\v") != std::string::npos, "nothing to translate: the input is empty");
     std::vector<int32_t> ids = tokenizer.encode(text);
     check(!ids.empty(), "nothing to translate: the input is empty");
     if (add_eos) ids.push_back(eos);
-    check(static_cast<int>(ids.size()) <= kMaxSourceTokens,
-          "the input is too long: " + std::to_string(ids.size()) + " tokens, at most " +
-              std::to_string(kMaxSourceTokens) + " are accepted");
+    if (static_cast<int>(ids.size()) > kMaxSourceTokens)
+        fail("the input is too long: " + std::to_string(ids.size()) + " tokens, at most " +
+             std::to_string(kMaxSourceTokens) + " are accepted");
     return ids;
 }
 
@@ -430,6 +430,11 @@ Translation translate_text(const Translator& model, Tokenizers tokenizers, const
 // what parallel::parallel_for weighs against handing a sentence to another thread.
 constexpr double kEncoderWorkPerToken = 2e5;
 
+// What filling in one translation from its search result weighs against handing it to another thread, in
+// multiply-adds (~0.05 ms in wasm for a Multi30k sentence, bench/profile_api.sh --paragraphs; a Transformer's
+// allLayers pass over its output is far more).
+constexpr double kTakeWorkPerSentence = 1e5;
+
 // An error about texts[index], naming it, of the same kind.
 [[noreturn]] void fail_at(std::size_t index, const Error& error) {
     throw Error("texts[" + std::to_string(index) + "]: " + error.what(), error.kind());
@@ -466,30 +471,39 @@ std::vector<Translation> translate_texts(const Translator& model, Tokenizers tok
     for (const std::vector<int>& bucket : decode::length_buckets(lengths, search.beam)) {
         // The sentences are encoded side by side on the pool, each a task on one thread (its kernels split only
         // with threads that have no sentence left), which the per-sentence GEMMs, a dozen rows each, would not
-        // divide well.
+        // divide well; the longest first (the bucket is in ascending length), so that the last one taken is
+        // short. A shortlist's union and its rows of the output layer are one more task, after them: otherwise
+        // they would run on one thread while the others wait.
+        const int count = static_cast<int>(bucket.size());
         std::vector<Encoded> encoded(bucket.size());
+        std::optional<decode::Columns> columns;
+        std::optional<models::OutputColumns> output;
         double work = 0;
         for (int i : bucket) work += kEncoderWorkPerToken * double(lengths[i]);
-        parallel::for_each_task(static_cast<int>(bucket.size()), work / double(bucket.size()), [&](int k) {
-            encoded[k] = Family<Translator>::encode(model, results[bucket[k]].source_ids, false, options.raw_scores);
-        });
-        std::vector<const Encoded*> sentences;
-        for (const Encoded& sentence : encoded) sentences.push_back(&sentence);
-        std::optional<decode::Columns> columns;
-        if (options.shortlist) {
+        parallel::for_each_task(count + (options.shortlist ? 1 : 0), work / double(count), [&](int task) {
+            if (task < count) {
+                const int k = count - 1 - task;
+                encoded[k] = Family<Translator>::encode(model, results[bucket[k]].source_ids, false, options.raw_scores);
+                return;
+            }
             std::vector<const std::vector<int32_t>*> sources;
             for (int i : bucket) sources.push_back(&results[i].source_ids);
             columns.emplace(decode::shortlist_union(options.shortlist->table(), sources, model.eos,
                                                     model.config.target_vocab),
                             model.config.target_vocab);
-        }
+            output.emplace(model.target_embedding, &*columns);
+        });
+        if (!output) output.emplace(model.target_embedding, nullptr);
+        std::vector<const Encoded*> sentences;
+        for (const Encoded& sentence : encoded) sentences.push_back(&sentence);
         std::vector<decode::Hypothesis> best = decode::search_sentences(
-            typename Family<Translator>::SentencesDecoder(model, sentences, columns ? &*columns : nullptr), search);
-        for (std::size_t k = 0; k < bucket.size(); ++k) {
+            typename Family<Translator>::SentencesDecoder(model, sentences, std::move(*output)), search);
+        // Each result is its own, so they are filled in side by side.
+        parallel::for_each_item(count, kTakeWorkPerSentence, [&](int k) {
             Translation& result = results[bucket[k]];
             take_hypothesis(result, std::move(best[k]), tokenizers, source_eos(model), search);
             take_encoding(result, model, encoded[k], options);
-        }
+        });
     }
     return results;
 }

@@ -33,6 +33,12 @@ inline void check(bool condition, const std::string& message, ErrorKind kind = E
     if (!condition) fail(message, kind);
 }
 
+// A literal message becomes a std::string only when the check fails (checks run per element of weights, shortlist
+// tables and sources, where building each message would cost an allocation).
+inline void check(bool condition, const char* message, ErrorKind kind = ErrorKind::unspecified) {
+    if (!condition) fail(message, kind);
+}
+
 // The stable code front ends report for a kind (the JS module's error.code, the CLI's --json "code"); an error
 // without a kind of its own takes `fallback`'s (see Model in attnlab.hpp: the model file while loading, the input
 // during a call).

@@ -370,17 +370,19 @@ const std::vector<std::string> kSentences = {"A man is riding a bicycle down the
 
 }  // namespace
 
-// A paragraph through translate(texts): the sentences decoded together, in one lane per thread
-// (decode::search_sentences), their choices of each step made concurrently.
-std::vector<Translation> paragraph(const Model& model, int beam) {
+// A paragraph through translate(texts): the sentences (and a shortlist's union and output rows) encoded as tasks,
+// decoded together in one lane per thread (decode::search_sentences), their choices of each step made
+// concurrently, and the results filled in side by side.
+std::vector<Translation> paragraph(const Model& model, int beam, const Shortlist* shortlist = nullptr) {
     TranslateOptions options;
     options.beam = beam;
+    options.shortlist = shortlist;
     return model.translate(kSentences, options);
 }
 
-std::vector<float> paragraph_bits(const Model& model, int beam) {
+std::vector<float> paragraph_bits(const Model& model, int beam, const Shortlist* shortlist = nullptr) {
     std::vector<float> out;
-    for (const Translation& t : paragraph(model, beam)) {
+    for (const Translation& t : paragraph(model, beam, shortlist)) {
         for (int32_t id : t.target_ids) out.push_back(static_cast<float>(id));
         out.push_back(-1.0f);
         out.insert(out.end(), t.attention.begin(), t.attention.end());
@@ -444,6 +446,21 @@ TEST_CASE("translators give the same tokens, attention and scores with 1, 2 and 
                 check_paragraph_within_rounding(model, beam);
             else
                 check_thread_invariant("paragraph", [&] { return paragraph_bits(model, beam); });
+        }
+    }
+}
+
+TEST_CASE("a paragraph with the EN-DE shortlist gives the same bits with 1, 2 and 3 threads") {
+    if (max_threads() < 2) return;
+    const Shortlist shortlist = Shortlist::open(test::source_path("models/weights/en-de.shortlist.gguf"));
+    for (const char* file : {"models/weights/bahdanau-en-de.q8_0.gguf", "models/weights/transformer-en-de.q8_0.gguf"}) {
+        const std::string name = file;
+        CAPTURE(name);
+        const Model model = Model::open(test::source_path(file));
+        for (int beam : {1, 4}) {
+            CAPTURE(beam);
+            check_thread_invariant("paragraph with the shortlist",
+                                   [&] { return paragraph_bits(model, beam, &shortlist); });
         }
     }
 }

@@ -43,17 +43,18 @@ std::vector<int32_t> shortlist_union(const Shortlist& shortlist, const std::vect
                                      int32_t eos, int target_vocab) {
     std::vector<char> chosen(static_cast<std::size_t>(std::max(target_vocab, 0)), 0);
     auto take = [&](int32_t id) {
-        check(id < target_vocab, "target id " + std::to_string(id) + " is beyond the model's vocabulary of " +
-                                     std::to_string(target_vocab), ErrorKind::model);
+        if (id >= target_vocab)
+            fail("target id " + std::to_string(id) + " is beyond the model's vocabulary of " +
+                     std::to_string(target_vocab), ErrorKind::model);
         chosen[static_cast<std::size_t>(id)] = 1;
     };
     for (int32_t id : shortlist.frequent) take(id);
     take(eos);
     for (const std::vector<int32_t>* source : sources)
         for (int32_t piece : *source) {
-            check(piece >= 0 && piece < shortlist.source_vocab,
-                  "source id " + std::to_string(piece) + " is outside its table of " +
-                      std::to_string(shortlist.source_vocab));
+            if (!(piece >= 0 && piece < shortlist.source_vocab))
+                fail("source id " + std::to_string(piece) + " is outside its table of " +
+                     std::to_string(shortlist.source_vocab));
             const int32_t* row = shortlist.table.data() + static_cast<std::size_t>(piece) * shortlist.per_source;
             for (int k = 0; k < shortlist.per_source && row[k] >= 0; ++k) take(row[k]);
         }

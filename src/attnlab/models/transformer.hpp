@@ -137,6 +137,11 @@ public:
     TransformerSentencesDecoder(const Transformer& model, std::vector<const TransformerEncoded*> sentences,
                                 const decode::Columns* columns = nullptr)
         : EncodedSentences(model, std::move(sentences)), output_(model.target_embedding, columns) {}
+    // output: OutputColumns(model.target_embedding, columns), made beforehand (throws for another layer's).
+    TransformerSentencesDecoder(const Transformer& model, std::vector<const TransformerEncoded*> sentences, OutputColumns output)
+        : EncodedSentences(model, std::move(sentences)), output_(std::move(output)) {
+        check(&output_.full() == &model.target_embedding, "the output columns are not of this model's output layer");
+    }
     std::unique_ptr<decode::DecoderBatch> start_batch(const int* sentence_of_row, int rows, int capacity) const override;
     void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, const int* sentence_of_row,
                     decode::BatchOutput& out) const override;

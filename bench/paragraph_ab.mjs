@@ -1,0 +1,144 @@
+// The paragraph workload of two engine builds side by side in one headless Chromium page: this tree's web/lib and
+// web/dist (or --root's) against another tree's (--baseline DIR, e.g. a worktree of an earlier commit after
+// `bash scripts/build.sh --only wasm --skip-setup` and `--only wasm-mt`). Each build runs the model in workers of
+// its own, as the demo page does, at each thread count asked (1: the single-thread build; 2 or more: the threaded
+// build), and every worker translates the same 8-sentence paragraphs of test2016 (beam 4, translate(texts[])),
+// interleaved paragraph by paragraph in a rotating order, each call after the same idle pause; the first paragraph
+// is the warm-up. So a change's effect on the paragraph speed at 1 and 2 threads is measured without the machine's
+// drift between pages or runs, which on a shared virtual machine exceeds the effects looked for.
+//
+//   node bench/paragraph_ab.mjs --baseline DIR [--paragraphs 40] [--threads 1,2] [--pause-ms 100]
+//       [--model models/weights/bahdanau-en-de.q8_0.gguf] [--shortlist models/weights/en-de.shortlist.gguf|none]
+//       [--root DIR]
+//
+// Prints the CPU, each worker's mean and median milliseconds per paragraph, this tree ÷ the baseline in speed at
+// each thread count, each build's N threads ÷ 1, and whether every worker gave the same translations.
+import { createServer } from 'node:http';
+import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { launchChromium } from '../tests/support/chromium.mjs';
+import { cpuDescription } from './cpu.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = { baseline: null, paragraphs: 40, threads: [1, 2], pauseMs: 100, root: '.',
+               model: 'models/weights/bahdanau-en-de.q8_0.gguf', shortlist: 'models/weights/en-de.shortlist.gguf' };
+for (let i = 2; i < process.argv.length; i += 2) {
+  const [flag, value] = [process.argv[i], process.argv[i + 1]];
+  if (flag === '--baseline') args.baseline = value;
+  else if (flag === '--paragraphs') args.paragraphs = Number(value);
+  else if (flag === '--threads') args.threads = value.split(',').map(Number);
+  else if (flag === '--pause-ms') args.pauseMs = Number(value);
+  else if (flag === '--root') args.root = value;
+  else if (flag === '--model') args.model = value;
+  else if (flag === '--shortlist') args.shortlist = value === 'none' ? null : value;
+  else throw new Error(`paragraph_ab: unknown option ${flag}`);
+}
+if (!args.baseline) throw new Error('paragraph_ab: --baseline DIR (another tree with web/lib and built web/dist) is required');
+if (!(args.paragraphs >= 1) || !args.threads.every((n) => Number.isInteger(n) && n >= 1 && n <= 16))
+  throw new Error('paragraph_ab: --paragraphs must be at least 1 and --threads thread counts from 1 to 16');
+
+const SENTENCES = 8;
+const testFile = path.join(root, 'build/data/multi30k/test2016.en');
+if (!existsSync(testFile)) throw new Error(`paragraph_ab: ${testFile} is missing (python3 -m attnlab.data.prepare, from python/)`);
+const lines = readFileSync(testFile, 'utf8').split('\n').filter(Boolean);
+const available = Math.floor(lines.length / SENTENCES);
+const paragraphs = Array.from({ length: args.paragraphs + 1 },
+                              (_, p) => lines.slice((p % available) * SENTENCES, (p % available + 1) * SENTENCES));
+
+const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
+const TYPES = { '.wasm': 'application/wasm', '.mjs': 'text/javascript', '.js': 'text/javascript' };
+
+function serve() {
+  const files = { '/model.gguf': path.resolve(root, args.model) };
+  if (args.shortlist) files['/shortlist.gguf'] = path.resolve(root, args.shortlist);
+  const server = createServer((request, response) => {
+    const url = decodeURIComponent(new URL(request.url, 'http://localhost').pathname);
+    if (url === '/') {
+      response.writeHead(200, { 'content-type': 'text/html', ...ISOLATED });
+      response.end('<!doctype html><title>paragraph_ab</title>');
+      return;
+    }
+    const relative = path.normalize(url.slice(1));
+    // /web/... is the engine under --root, /baseline/web/... the one under --baseline.
+    const file = files[url] ?? (relative.startsWith('web/lib/') || relative.startsWith('web/dist/')
+      ? path.resolve(root, args.root, relative)
+      : relative.startsWith('baseline/web/lib/') || relative.startsWith('baseline/web/dist/')
+        ? path.resolve(root, args.baseline, relative.slice('baseline/'.length)) : null);
+    if (!file || !existsSync(file) || !statSync(file).isFile()) {
+      response.writeHead(404);
+      response.end();
+      return;
+    }
+    response.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', ...ISOLATED });
+    createReadStream(file).pipe(response);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+// In the page: one worker per build and thread count, the paragraphs interleaved; returns { ms, texts } per worker.
+async function runInPage({ paragraphs, threads, pauseMs, shortlist }) {
+  const bytesOf = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
+  const model = await bytesOf('/model.gguf');
+  const shortlistBytes = shortlist ? await bytesOf('/shortlist.gguf') : undefined;
+  const workers = {};
+  for (const [build, prefix] of [['current', ''], ['baseline', '/baseline']]) {
+    const attnlab = await import(`${prefix}/web/lib/index.mjs`);
+    for (const n of threads) {
+      attnlab.env.threads = n;
+      const loaded = await attnlab.loadModel(model.slice(), { useWorker: true, cache: false, shortlist: shortlistBytes?.slice() });
+      const { build: engine } = await loaded._engineInfo();
+      if (engine !== (n > 1 ? 'threaded' : 'single-thread'))
+        throw new Error(`${build} at ${n} threads runs the ${engine} build (not cross-origin isolated, or no threaded build)`);
+      workers[`${build}_t${n}`] = loaded;
+    }
+  }
+  const names = Object.keys(workers);
+  const ms = Object.fromEntries(names.map((name) => [name, []]));
+  const texts = Object.fromEntries(names.map((name) => [name, []]));
+  for (let p = 0; p < paragraphs.length; ++p) {
+    for (let i = 0; i < names.length; ++i) {
+      const name = names[(i + p) % names.length];
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      const t0 = performance.now();
+      const out = await workers[name].translate(paragraphs[p], { beam: 4 });
+      const elapsed = performance.now() - t0;
+      if (p === 0) continue;
+      ms[name].push(elapsed);
+      texts[name].push(...out.map((t) => t.text));
+    }
+  }
+  for (const loaded of Object.values(workers)) await loaded.dispose();
+  return { ms, texts };
+}
+
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+const server = await serve();
+const browser = await launchChromium();
+try {
+  const page = await browser.newPage();
+  await page.goto(`http://localhost:${server.address().port}/`);
+  const { ms, texts } = await page.evaluate(runInPage, { paragraphs, threads: args.threads, pauseMs: args.pauseMs,
+                                                         shortlist: Boolean(args.shortlist) });
+  console.log(`cpu: ${cpuDescription()}`);
+  console.log(`${args.model}${args.shortlist ? ` with ${args.shortlist}` : ''}: ${args.paragraphs} paragraphs of ${SENTENCES} ` +
+              `test2016 sentences, beam 4, ${args.pauseMs} ms apart; current: ${args.root}, baseline: ${args.baseline}`);
+  for (const [name, xs] of Object.entries(ms))
+    console.log(`${name.padEnd(14)} mean ${mean(xs).toFixed(1)} ms, median ${median(xs).toFixed(1)} ms per paragraph`);
+  for (const n of args.threads)
+    console.log(`${n} thread(s): current ÷ baseline speed ${(mean(ms[`baseline_t${n}`]) / mean(ms[`current_t${n}`])).toFixed(3)}`);
+  for (const n of args.threads.filter((t) => t > 1 && args.threads.includes(1)))
+    for (const build of ['current', 'baseline'])
+      console.log(`${build}: ${n} threads ÷ 1 ${(mean(ms[`${build}_t1`]) / mean(ms[`${build}_t${n}`])).toFixed(3)}`);
+  const reference = JSON.stringify(Object.values(texts)[0]);
+  console.log(`same translations from every worker: ${Object.values(texts).every((t) => JSON.stringify(t) === reference)}`);
+} finally {
+  await browser.close();
+  server.close();
+}
