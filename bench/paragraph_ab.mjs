@@ -9,12 +9,17 @@
 //
 //   node bench/paragraph_ab.mjs --baseline DIR [--paragraphs 40] [--threads 1,2] [--pause-ms 100]
 //       [--model models/weights/bahdanau-en-de.q8_0.gguf] [--shortlist models/weights/en-de.shortlist.gguf|none]
-//       [--root DIR]
+//       [--root DIR] [--thread-cpu]
+//   node bench/paragraph_ab.mjs --threads 2 --thread-cpu [...]     (no --baseline: this tree's build alone)
 //
 // Prints the CPU, each worker's mean and median milliseconds per paragraph, this tree ÷ the baseline in speed at
 // each thread count, each build's N threads ÷ 1, and whether every worker gave the same translations.
+// --thread-cpu (Linux) adds the CPU seconds each Chromium thread used over the timed paragraphs (from
+// /proc/PID/task/TID/stat), next to the seconds the calls took: with one worker, its thread and its pool's threads
+// against the work of one thread, and what the browser's other threads took meanwhile.
 import { createServer } from 'node:http';
-import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createReadStream, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -33,9 +38,13 @@ for (let i = 2; i < process.argv.length; i += 2) {
   else if (flag === '--root') args.root = value;
   else if (flag === '--model') args.model = value;
   else if (flag === '--shortlist') args.shortlist = value === 'none' ? null : value;
-  else throw new Error(`paragraph_ab: unknown option ${flag}`);
+  else if (flag === '--thread-cpu') {
+    args.threadCpu = true;
+    --i;  // takes no value
+  } else throw new Error(`paragraph_ab: unknown option ${flag}`);
 }
-if (!args.baseline) throw new Error('paragraph_ab: --baseline DIR (another tree with web/lib and built web/dist) is required');
+if (!args.baseline && !args.threadCpu)
+  throw new Error('paragraph_ab: --baseline DIR (another tree with web/lib and built web/dist) is required');
 if (!(args.paragraphs >= 1) || !args.threads.every((n) => Number.isInteger(n) && n >= 1 && n <= 16))
   throw new Error('paragraph_ab: --paragraphs must be at least 1 and --threads thread counts from 1 to 16');
 
@@ -77,13 +86,15 @@ function serve() {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-// In the page: one worker per build and thread count, the paragraphs interleaved; returns { ms, texts } per worker.
-async function runInPage({ paragraphs, threads, pauseMs, shortlist }) {
+// In the page: one worker per build and thread count, loaded and given paragraph 0 (the warm-up) by startInPage,
+// then the timed paragraphs interleaved by runInPage, which returns { ms, texts } per worker; disposeInPage ends
+// the workers.
+async function startInPage({ paragraphs, threads, shortlist, builds }) {
   const bytesOf = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
   const model = await bytesOf('/model.gguf');
   const shortlistBytes = shortlist ? await bytesOf('/shortlist.gguf') : undefined;
   const workers = {};
-  for (const [build, prefix] of [['current', ''], ['baseline', '/baseline']]) {
+  for (const [build, prefix] of builds) {
     const attnlab = await import(`${prefix}/web/lib/index.mjs`);
     for (const n of threads) {
       attnlab.env.threads = n;
@@ -94,23 +105,62 @@ async function runInPage({ paragraphs, threads, pauseMs, shortlist }) {
       workers[`${build}_t${n}`] = loaded;
     }
   }
+  for (const loaded of Object.values(workers)) await loaded.translate(paragraphs[0], { beam: 4 });
+  window.paragraphWorkers = workers;
+}
+
+async function runInPage({ paragraphs, pauseMs }) {
+  const workers = window.paragraphWorkers;
   const names = Object.keys(workers);
   const ms = Object.fromEntries(names.map((name) => [name, []]));
   const texts = Object.fromEntries(names.map((name) => [name, []]));
-  for (let p = 0; p < paragraphs.length; ++p) {
+  for (let p = 1; p < paragraphs.length; ++p) {
     for (let i = 0; i < names.length; ++i) {
       const name = names[(i + p) % names.length];
       await new Promise((resolve) => setTimeout(resolve, pauseMs));
       const t0 = performance.now();
       const out = await workers[name].translate(paragraphs[p], { beam: 4 });
-      const elapsed = performance.now() - t0;
-      if (p === 0) continue;
-      ms[name].push(elapsed);
+      ms[name].push(performance.now() - t0);
       texts[name].push(...out.map((t) => t.text));
     }
   }
-  for (const loaded of Object.values(workers)) await loaded.dispose();
   return { ms, texts };
+}
+
+async function disposeInPage() {
+  for (const loaded of Object.values(window.paragraphWorkers)) await loaded.dispose();
+}
+
+// CPU seconds used so far by every thread of every Chromium process: Map "pid/tid" -> { name, seconds }.
+function chromiumThreadCpu() {
+  const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK']).toString());
+  const threads = new Map();
+  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    let command = '';
+    try {
+      command = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    } catch {
+      continue;  // gone
+    }
+    if (!command.startsWith('chrom')) continue;
+    let tasks = [];
+    try {
+      tasks = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tasks) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');  // from field 3, "state"
+        threads.set(`${pid}/${tid}`, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+                                       seconds: (Number(fields[11]) + Number(fields[12])) / ticksPerSecond });
+      } catch {
+        // the thread ended
+      }
+    }
+  }
+  return threads;
 }
 
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -124,18 +174,30 @@ const browser = await launchChromium();
 try {
   const page = await browser.newPage();
   await page.goto(`http://localhost:${server.address().port}/`);
-  const { ms, texts } = await page.evaluate(runInPage, { paragraphs, threads: args.threads, pauseMs: args.pauseMs,
-                                                         shortlist: Boolean(args.shortlist) });
+  const builds = [['current', ''], ...(args.baseline ? [['baseline', '/baseline']] : [])];
+  await page.evaluate(startInPage, { paragraphs, threads: args.threads, shortlist: Boolean(args.shortlist), builds });
+  const cpuBefore = args.threadCpu ? chromiumThreadCpu() : null;
+  const { ms, texts } = await page.evaluate(runInPage, { paragraphs, pauseMs: args.pauseMs });
+  const cpuAfter = args.threadCpu ? chromiumThreadCpu() : null;  // before the workers' threads end
+  await page.evaluate(disposeInPage);
   console.log(`cpu: ${cpuDescription()}`);
   console.log(`${args.model}${args.shortlist ? ` with ${args.shortlist}` : ''}: ${args.paragraphs} paragraphs of ${SENTENCES} ` +
               `test2016 sentences, beam 4, ${args.pauseMs} ms apart; current: ${args.root}, baseline: ${args.baseline}`);
   for (const [name, xs] of Object.entries(ms))
     console.log(`${name.padEnd(14)} mean ${mean(xs).toFixed(1)} ms, median ${median(xs).toFixed(1)} ms per paragraph`);
-  for (const n of args.threads)
+  for (const n of args.baseline ? args.threads : [])
     console.log(`${n} thread(s): current ÷ baseline speed ${(mean(ms[`baseline_t${n}`]) / mean(ms[`current_t${n}`])).toFixed(3)}`);
   for (const n of args.threads.filter((t) => t > 1 && args.threads.includes(1)))
-    for (const build of ['current', 'baseline'])
+    for (const [build] of builds)
       console.log(`${build}: ${n} threads ÷ 1 ${(mean(ms[`${build}_t1`]) / mean(ms[`${build}_t${n}`])).toFixed(3)}`);
+  if (cpuAfter) {
+    const used = [...cpuAfter].map(([id, { name, seconds }]) => ({ id, name, seconds: seconds - (cpuBefore.get(id)?.seconds ?? 0) }))
+      .filter((thread) => thread.seconds >= 0.01).sort((a, b) => b.seconds - a.seconds);
+    const calls = Object.values(ms).flat().reduce((a, b) => a + b, 0) / 1000;
+    console.log(`thread CPU over the timed paragraphs: the calls took ${calls.toFixed(2)} s; Chromium's threads used ` +
+                `${used.reduce((a, t) => a + t.seconds, 0).toFixed(2)} CPU s:`);
+    for (const thread of used) console.log(`  ${thread.seconds.toFixed(2).padStart(6)} s  ${thread.name} (${thread.id})`);
+  }
   const reference = JSON.stringify(Object.values(texts)[0]);
   console.log(`same translations from every worker: ${Object.values(texts).every((t) => JSON.stringify(t) === reference)}`);
 } finally {
