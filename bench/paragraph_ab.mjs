@@ -17,14 +17,14 @@
 // --thread-cpu (Linux) adds the CPU seconds each Chromium thread used over the timed paragraphs (from
 // /proc/PID/task/TID/stat), next to the seconds the calls took: with one worker, its thread and its pool's threads
 // against the work of one thread, and what the browser's other threads took meanwhile.
-import { createServer } from 'node:http';
 import { execFileSync } from 'node:child_process';
-import { createReadStream, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchChromium } from '../tests/support/chromium.mjs';
 import { cpuDescription } from './cpu.mjs';
+import { serveTrees } from './serve_trees.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = { baseline: null, paragraphs: 40, threads: [1, 2], pauseMs: 100, root: '.',
@@ -55,36 +55,6 @@ const lines = readFileSync(testFile, 'utf8').split('\n').filter(Boolean);
 const available = Math.floor(lines.length / SENTENCES);
 const paragraphs = Array.from({ length: args.paragraphs + 1 },
                               (_, p) => lines.slice((p % available) * SENTENCES, (p % available + 1) * SENTENCES));
-
-const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
-const TYPES = { '.wasm': 'application/wasm', '.mjs': 'text/javascript', '.js': 'text/javascript' };
-
-function serve() {
-  const files = { '/model.gguf': path.resolve(root, args.model) };
-  if (args.shortlist) files['/shortlist.gguf'] = path.resolve(root, args.shortlist);
-  const server = createServer((request, response) => {
-    const url = decodeURIComponent(new URL(request.url, 'http://localhost').pathname);
-    if (url === '/') {
-      response.writeHead(200, { 'content-type': 'text/html', ...ISOLATED });
-      response.end('<!doctype html><title>paragraph_ab</title>');
-      return;
-    }
-    const relative = path.normalize(url.slice(1));
-    // /web/... is the engine under --root, /baseline/web/... the one under --baseline.
-    const file = files[url] ?? (relative.startsWith('web/lib/') || relative.startsWith('web/dist/')
-      ? path.resolve(root, args.root, relative)
-      : relative.startsWith('baseline/web/lib/') || relative.startsWith('baseline/web/dist/')
-        ? path.resolve(root, args.baseline, relative.slice('baseline/'.length)) : null);
-    if (!file || !existsSync(file) || !statSync(file).isFile()) {
-      response.writeHead(404);
-      response.end();
-      return;
-    }
-    response.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', ...ISOLATED });
-    createReadStream(file).pipe(response);
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
-}
 
 // In the page: one worker per build and thread count, loaded and given paragraph 0 (the warm-up) by startInPage,
 // then the timed paragraphs interleaved by runInPage, which returns { ms, texts } per worker; disposeInPage ends
@@ -169,7 +139,9 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-const server = await serve();
+const files = { '/model.gguf': path.resolve(root, args.model) };
+if (args.shortlist) files['/shortlist.gguf'] = path.resolve(root, args.shortlist);
+const server = await serveTrees({ root, current: args.root, baseline: args.baseline, title: 'paragraph_ab', files });
 const browser = await launchChromium();
 try {
   const page = await browser.newPage();

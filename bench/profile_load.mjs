@@ -14,13 +14,12 @@
 // greedy translation) of the engine under --root against the one under DIR/web (another tree's web/lib and
 // web/dist, e.g. a worktree of an earlier commit after `bash scripts/build.sh --only wasm --skip-setup`), each run
 // a fresh page of each, their order alternating; prints every run, the medians of each part and their ratios.
-import { createServer } from 'node:http';
-import { createReadStream, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { launchChromium } from '../tests/support/chromium.mjs';
 import { cpuDescription, memoryFirstTouch } from './cpu.mjs';
+import { serveTrees } from './serve_trees.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = { model: 'models/weights/bahdanau-en-de.q8_0.gguf', runs: 3, root: '.', baseline: null };
@@ -31,33 +30,6 @@ for (let i = 2; i < process.argv.length; i += 2) {
   else if (flag === '--root') args.root = value;
   else if (flag === '--baseline') args.baseline = value;
   else throw new Error(`profile_load: unknown option ${flag}`);
-}
-
-const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
-const TYPES = { '.wasm': 'application/wasm', '.mjs': 'text/javascript', '.js': 'text/javascript' };
-const SERVED = ['web/lib/', 'web/dist/', 'baseline/web/lib/', 'baseline/web/dist/', path.dirname(args.model) + '/'];
-
-function serve() {
-  const server = createServer((request, response) => {
-    const relative = path.normalize(decodeURIComponent(new URL(request.url, 'http://localhost').pathname).slice(1));
-    if (relative === '.') {
-      response.writeHead(200, { 'content-type': 'text/html', ...ISOLATED });
-      response.end('<!doctype html><title>profile_load</title>');
-      return;
-    }
-    // /web/... is the engine under --root, /baseline/web/... the one under --baseline.
-    const file = relative.startsWith('web/') ? path.resolve(root, args.root, relative)
-      : relative.startsWith('baseline/web/') && args.baseline ? path.resolve(root, args.baseline, relative.slice('baseline/'.length))
-        : path.join(root, relative);
-    if (!SERVED.some((prefix) => relative.startsWith(prefix)) || !existsSync(file) || !statSync(file).isFile()) {
-      response.writeHead(404);
-      response.end();
-      return;
-    }
-    response.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', ...ISOLATED });
-    createReadStream(file).pipe(response);
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
 // Self time per function, and the three callers above each memset/memcpy sample.
@@ -125,7 +97,8 @@ async function compare(browser) {
               `${(b[3] / a[3]).toFixed(2)}, load ${(b[1] / a[1]).toFixed(2)}`);
 }
 
-const server = await serve();
+const server = await serveTrees({ root, current: args.root, baseline: args.baseline, title: 'profile_load',
+                                  fromRoot: [path.dirname(args.model) + '/'] });
 const browser = await launchChromium();
 try {
   console.log(`cpu: ${cpuDescription()}; fresh memory ${JSON.stringify(memoryFirstTouch())}`);
