@@ -123,7 +123,7 @@ class RnnSentencesDecoder : public decode::EncodedSentences<RnnSeq2Seq, RnnEncod
 public:
     RnnSentencesDecoder(const RnnSeq2Seq& model, std::vector<const RnnEncoded*> sentences,
                         const decode::Columns* columns = nullptr)
-        : EncodedSentences(model, std::move(sentences)), output_(model.target_embedding, columns) {}
+        : RnnSentencesDecoder(model, std::move(sentences), OutputColumns(model.target_embedding, columns)) {}
     // output: OutputColumns(model.target_embedding, columns), made beforehand (throws for another layer's).
     RnnSentencesDecoder(const RnnSeq2Seq& model, std::vector<const RnnEncoded*> sentences, OutputColumns output)
         : EncodedSentences(model, std::move(sentences)), output_(std::move(output)) {

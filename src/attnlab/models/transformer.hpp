@@ -136,7 +136,7 @@ class TransformerSentencesDecoder : public decode::EncodedSentences<Transformer,
 public:
     TransformerSentencesDecoder(const Transformer& model, std::vector<const TransformerEncoded*> sentences,
                                 const decode::Columns* columns = nullptr)
-        : EncodedSentences(model, std::move(sentences)), output_(model.target_embedding, columns) {}
+        : TransformerSentencesDecoder(model, std::move(sentences), OutputColumns(model.target_embedding, columns)) {}
     // output: OutputColumns(model.target_embedding, columns), made beforehand (throws for another layer's).
     TransformerSentencesDecoder(const Transformer& model, std::vector<const TransformerEncoded*> sentences, OutputColumns output)
         : EncodedSentences(model, std::move(sentences)), output_(std::move(output)) {
