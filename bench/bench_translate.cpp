@@ -39,9 +39,12 @@
 #include "attnlab/nn/linear.hpp"
 #include "attnlab/nn/multihead.hpp"
 #include "attnlab/nn/rnn.hpp"
+#include "cpu_description.hpp"
 #include "variants/variants.hpp"
 
 using namespace attnlab;
+using attnlab::bench::cpu_description;
+using attnlab::bench::json_escape;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -63,38 +66,6 @@ std::vector<std::vector<int32_t>> read_ids(const std::string& path, int limit) {
         out.push_back(std::move(ids));
     }
     check(!out.empty(), path + " has no sentences");
-    return out;
-}
-
-// "model name (L1d 48K, L2 2048K, L3 262144K)" from /proc/cpuinfo and cpu0's cache directories; "unknown" where
-// they cannot be read.
-std::string cpu_description() {
-    std::string model = "unknown";
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    for (std::string line; std::getline(cpuinfo, line);) {
-        if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
-            model = line.substr(line.find(':') + 2);
-            break;
-        }
-    }
-    std::string caches;
-    for (int index = 0; index < 8; ++index) {
-        const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-        std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
-        std::string level, type, size;
-        if (!(level_file >> level && type_file >> type && size_file >> size)) break;
-        if (type == "Instruction") continue;
-        caches += (caches.empty() ? "" : ", ") + std::string("L") + level + (type == "Data" ? "d" : "") + " " + size;
-    }
-    return caches.empty() ? model : model + " (" + caches + ")";
-}
-
-std::string json_escape(const std::string& text) {
-    std::string out;
-    for (char ch : text) {
-        if (ch == '"' || ch == '\\') out += '\\';
-        if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
-    }
     return out;
 }
 

@@ -9,14 +9,18 @@
 //
 //   node bench/paragraph_ab.mjs --baseline DIR [--paragraphs 40] [--threads 1,2] [--pause-ms 100]
 //       [--model models/weights/bahdanau-en-de.q8_0.gguf] [--shortlist models/weights/en-de.shortlist.gguf|none]
-//       [--root DIR] [--thread-cpu]
+//       [--root DIR] [--thread-cpu] [--concurrent]
 //   node bench/paragraph_ab.mjs --threads 2 --thread-cpu [...]     (no --baseline: this tree's build alone)
 //
 // Prints the CPU, each worker's mean and median milliseconds per paragraph, this tree ÷ the baseline in speed at
 // each thread count, each build's N threads ÷ 1, and whether every worker gave the same translations.
 // --thread-cpu (Linux) adds the CPU seconds each Chromium thread used over the timed paragraphs (from
 // /proc/PID/task/TID/stat), next to the seconds the calls took: with one worker, its thread and its pool's threads
-// against the work of one thread, and what the browser's other threads took meanwhile.
+// against the work of one thread, and what the browser's other threads took meanwhile; and how often each thread
+// waited (voluntary context switches: sleeping, or blocked) and was preempted (involuntary ones: another thread
+// took its core). --concurrent starts every worker's paragraph at once instead of one after another (with
+// --threads 1 and a baseline: two single-thread workers side by side, what two busy cores cost each of them).
+// --pause-ms is the idle time before each paragraph (0: back to back).
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -38,7 +42,10 @@ for (let i = 2; i < process.argv.length; i += 2) {
   else if (flag === '--root') args.root = value;
   else if (flag === '--model') args.model = value;
   else if (flag === '--shortlist') args.shortlist = value === 'none' ? null : value;
-  else if (flag === '--thread-cpu') {
+  else if (flag === '--concurrent') {
+    args.concurrent = true;
+    --i;
+  } else if (flag === '--thread-cpu') {
     args.threadCpu = true;
     --i;  // takes no value
   } else throw new Error(`paragraph_ab: unknown option ${flag}`);
@@ -79,12 +86,22 @@ async function startInPage({ paragraphs, threads, shortlist, builds }) {
   window.paragraphWorkers = workers;
 }
 
-async function runInPage({ paragraphs, pauseMs }) {
+async function runInPage({ paragraphs, pauseMs, concurrent }) {
   const workers = window.paragraphWorkers;
   const names = Object.keys(workers);
   const ms = Object.fromEntries(names.map((name) => [name, []]));
   const texts = Object.fromEntries(names.map((name) => [name, []]));
   for (let p = 1; p < paragraphs.length; ++p) {
+    if (concurrent) {
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      await Promise.all(names.map(async (name) => {
+        const t0 = performance.now();
+        const out = await workers[name].translate(paragraphs[p], { beam: 4 });
+        ms[name].push(performance.now() - t0);
+        texts[name].push(...out.map((t) => t.text));
+      }));
+      continue;
+    }
     for (let i = 0; i < names.length; ++i) {
       const name = names[(i + p) % names.length];
       await new Promise((resolve) => setTimeout(resolve, pauseMs));
@@ -123,8 +140,11 @@ function chromiumThreadCpu() {
       try {
         const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');  // from field 3, "state"
+        const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+        const switches = (kind) => Number(status.match(new RegExp(`^${kind}_ctxt_switches:\\s*(\\d+)`, 'm'))?.[1] ?? 0);
         threads.set(`${pid}/${tid}`, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
-                                       seconds: (Number(fields[11]) + Number(fields[12])) / ticksPerSecond });
+                                       seconds: (Number(fields[11]) + Number(fields[12])) / ticksPerSecond,
+                                       waits: switches('voluntary'), preempted: switches('nonvoluntary') });
       } catch {
         // the thread ended
       }
@@ -149,7 +169,7 @@ try {
   const builds = [['current', ''], ...(args.baseline ? [['baseline', '/baseline']] : [])];
   await page.evaluate(startInPage, { paragraphs, threads: args.threads, shortlist: Boolean(args.shortlist), builds });
   const cpuBefore = args.threadCpu ? chromiumThreadCpu() : null;
-  const { ms, texts } = await page.evaluate(runInPage, { paragraphs, pauseMs: args.pauseMs });
+  const { ms, texts } = await page.evaluate(runInPage, { paragraphs, pauseMs: args.pauseMs, concurrent: args.concurrent });
   const cpuAfter = args.threadCpu ? chromiumThreadCpu() : null;  // before the workers' threads end
   await page.evaluate(disposeInPage);
   console.log(`cpu: ${cpuDescription()}`);
@@ -163,12 +183,18 @@ try {
     for (const [build] of builds)
       console.log(`${build}: ${n} threads ÷ 1 ${(mean(ms[`${build}_t1`]) / mean(ms[`${build}_t${n}`])).toFixed(3)}`);
   if (cpuAfter) {
-    const used = [...cpuAfter].map(([id, { name, seconds }]) => ({ id, name, seconds: seconds - (cpuBefore.get(id)?.seconds ?? 0) }))
+    const since = (id, field, now) => now - (cpuBefore.get(id)?.[field] ?? 0);
+    const used = [...cpuAfter]
+      .map(([id, { name, seconds, waits, preempted }]) => ({
+        id, name, seconds: since(id, 'seconds', seconds), waits: since(id, 'waits', waits),
+        preempted: since(id, 'preempted', preempted) }))
       .filter((thread) => thread.seconds >= 0.01).sort((a, b) => b.seconds - a.seconds);
     const calls = Object.values(ms).flat().reduce((a, b) => a + b, 0) / 1000;
     console.log(`thread CPU over the timed paragraphs: the calls took ${calls.toFixed(2)} s; Chromium's threads used ` +
                 `${used.reduce((a, t) => a + t.seconds, 0).toFixed(2)} CPU s:`);
-    for (const thread of used) console.log(`  ${thread.seconds.toFixed(2).padStart(6)} s  ${thread.name} (${thread.id})`);
+    for (const thread of used)
+      console.log(`  ${thread.seconds.toFixed(2).padStart(6)} s  ${thread.name} (${thread.id}): ` +
+                  `${thread.waits} waits, ${thread.preempted} preemptions`);
   }
   const reference = JSON.stringify(Object.values(texts)[0]);
   console.log(`same translations from every worker: ${Object.values(texts).every((t) => JSON.stringify(t) === reference)}`);

@@ -3,7 +3,8 @@
 #   build/native  native Release for this CPU (-march=native; the SIMD kernels for every target, picked at run time):
 #                 libattnlab.a, the CLI build/native/attnlab, the doctest suite, benchmarks
 #   build/wasm    SIMD WebAssembly: web/dist/attnlab.{mjs,wasm}, the same doctest suite for Node, benchmarks
-#   build/wasm-mt the threaded SIMD WebAssembly engine (pthreads): web/dist/attnlab-mt.{mjs,wasm,worker.js}
+#   build/wasm-mt the threaded SIMD WebAssembly engine (pthreads): web/dist/attnlab-mt.{mjs,wasm,worker.js}, and
+#                 bench_paragraph.js (the engine's thread speed-up under Node, bench/bench_paragraph.cpp)
 #   build/portable  the library and CLI as `cmake --install` ships them (ATTNLAB_ARCH=portable: any x86-64),
 #                   which tests/consumer/run.sh installs and builds a program against
 # and with --asan also build/asan (ASan+UBSan native suite). --only native|wasm|wasm-mt|portable|asan builds just that one.
@@ -41,7 +42,7 @@ for target in "${targets[@]}"; do
       cmake --build build/wasm -j"$jobs" ;;
     wasm-mt)
       emcmake cmake -S . -B build/wasm-mt -DCMAKE_BUILD_TYPE=Release -DATTNLAB_WASM_THREADS=ON -DATTNLAB_TESTS=OFF >/dev/null
-      cmake --build build/wasm-mt -j"$jobs" --target attnlab_wasm ;;
+      cmake --build build/wasm-mt -j"$jobs" --target attnlab_wasm bench_paragraph ;;
     *) echo "build.sh: unknown target $target" >&2; exit 2 ;;
   esac
 done
