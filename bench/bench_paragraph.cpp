@@ -5,8 +5,10 @@
 // of the engine can be told apart from what a browser page adds around it (bench/paragraph_ab.mjs).
 //
 //   bench_paragraph --model FILE.gguf --text FILE [--shortlist FILE] [--paragraphs 40] [--threads 1,2] [--beam 4]
+//       [--pause-ms 0]
 //
-// --text: one sentence per line (build/data/multi30k/test2016.en). Prints the CPU, each thread count's mean and
+// --text: one sentence per line (build/data/multi30k/test2016.en); --pause-ms: the idle time before each timed
+// paragraph (0: back to back; the browser benchmarks leave 100 ms). Prints the CPU, each thread count's mean and
 // median milliseconds per paragraph and, for each count N > 1, "N threads ÷ 1" in speed; the LAST line is one JSON
 // object {"cpu", "wasm", "model", "paragraphs", "ms": {"N": [...]}, "speedup": {"N": ratio}, "same_output"}.
 // same_output: every thread count translated every paragraph to the same text (bit-identical results are what
@@ -71,8 +73,10 @@ Options parse(int argc, char** argv) {
         else throw Error("unknown option " + flag);
     }
     check(!options.model.empty() && !options.text.empty(), "usage: bench_paragraph --model FILE --text FILE "
-                                                           "[--shortlist FILE] [--paragraphs N] [--threads 1,2]");
+                                                           "[--shortlist FILE] [--paragraphs N] [--threads 1,2] "
+                                                           "[--beam N] [--pause-ms MS]");
     check(options.paragraphs >= 1, "--paragraphs must be at least 1");
+    check(options.pause_ms >= 0, "--pause-ms must not be negative");
     return options;
 }
 

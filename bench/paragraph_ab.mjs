@@ -9,7 +9,7 @@
 //
 //   node bench/paragraph_ab.mjs --baseline DIR [--paragraphs 40] [--threads 1,2] [--pause-ms 100]
 //       [--model models/weights/bahdanau-en-de.q8_0.gguf] [--shortlist models/weights/en-de.shortlist.gguf|none]
-//       [--root DIR] [--thread-cpu] [--concurrent]
+//       [--root DIR] [--thread-cpu] [--concurrent] [--chromium-flag FLAG ...]
 //   node bench/paragraph_ab.mjs --threads 2 --thread-cpu [...]     (no --baseline: this tree's build alone)
 //
 // Prints the CPU, each worker's mean and median milliseconds per paragraph, this tree ÷ the baseline in speed at
@@ -20,19 +20,21 @@
 // waited (voluntary context switches: sleeping, or blocked) and was preempted (involuntary ones: another thread
 // took its core). --concurrent starts every worker's paragraph at once instead of one after another (with
 // --threads 1 and a baseline: two single-thread workers side by side, what two busy cores cost each of them).
-// --pause-ms is the idle time before each paragraph (0: back to back).
+// --pause-ms is the idle time before each paragraph (0: back to back). --chromium-flag adds one flag to Chromium's
+// command line (e.g. --js-flags=--no-wasm-dynamic-tiering), once per flag.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { launchChromium } from '../tests/support/chromium.mjs';
+import { CHROMIUM_ARGS, launchChromium } from '../tests/support/chromium.mjs';
 import { cpuDescription } from './cpu.mjs';
 import { serveTrees } from './serve_trees.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = { baseline: null, paragraphs: 40, threads: [1, 2], pauseMs: 100, root: '.',
-               model: 'models/weights/bahdanau-en-de.q8_0.gguf', shortlist: 'models/weights/en-de.shortlist.gguf' };
+               model: 'models/weights/bahdanau-en-de.q8_0.gguf', shortlist: 'models/weights/en-de.shortlist.gguf',
+               chromiumFlags: [] };
 for (let i = 2; i < process.argv.length; i += 2) {
   const [flag, value] = [process.argv[i], process.argv[i + 1]];
   if (flag === '--baseline') args.baseline = value;
@@ -42,6 +44,7 @@ for (let i = 2; i < process.argv.length; i += 2) {
   else if (flag === '--root') args.root = value;
   else if (flag === '--model') args.model = value;
   else if (flag === '--shortlist') args.shortlist = value === 'none' ? null : value;
+  else if (flag === '--chromium-flag') args.chromiumFlags.push(value);
   else if (flag === '--concurrent') {
     args.concurrent = true;
     --i;
@@ -162,7 +165,7 @@ const median = (xs) => {
 const files = { '/model.gguf': path.resolve(root, args.model) };
 if (args.shortlist) files['/shortlist.gguf'] = path.resolve(root, args.shortlist);
 const server = await serveTrees({ root, current: args.root, baseline: args.baseline, title: 'paragraph_ab', files });
-const browser = await launchChromium();
+const browser = await launchChromium({ args: [...CHROMIUM_ARGS, ...args.chromiumFlags] });
 try {
   const page = await browser.newPage();
   await page.goto(`http://localhost:${server.address().port}/`);

@@ -341,8 +341,14 @@ private:
         tls_inside_job = true;  // a kernel a worker runs never fans out again
         for (;;) {
             uint64_t word = 0;
+#if defined(ATTNLAB_POOL_NEVER_SLEEPS)
+            // For measurements only (docs/performance.md, "The engine alone and the page around it"): each worker
+            // polls for the next job for as long as the pool exists, holding a core.
+            while (id_of(word = main_.word.load(std::memory_order_seq_cst)) == seen) pause();
+#else
             spin_then_sleep([&] { return id_of(word = main_.word.load(std::memory_order_seq_cst)) != seen; },
                             sleepers_, wake_);
+#endif
             seen = id_of(word);
             if (stopping_.load(std::memory_order_acquire)) return;
             run_pieces(main_, seen);
