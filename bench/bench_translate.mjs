@@ -416,8 +416,6 @@ function reportProfile(result, models, node, floors, coreSteps) {
   }
 }
 
-// The paragraph pages (both engines at 1, then at 2 threads); paragraphs: test2016 from its first line, 8 sentences each,
-// paragraph 0 every engine's warm-up.
 // threads_speedup's workload in the engine alone, without a browser around it: bench/bench_paragraph.cpp on the same
 // q8_0 models and shortlist, natively and in the threaded wasm build under Node, 1 and 2 threads interleaved in
 // blocks. { native: { rnn, transformer }, wasm_node: {...} } (2 threads ÷ 1 in speed); a build not there is null.
@@ -447,6 +445,8 @@ function engineThreadsSpeedup(args, sourceFile) {
   return out;
 }
 
+// The paragraph pages (both engines at 1, then at 2 threads); paragraphs: test2016 from its first line, 8 sentences each,
+// paragraph 0 every engine's warm-up.
 async function runParagraphs(args, models, sourceFile, paragraphHarness) {
   const allSources = readFileSync(sourceFile, 'utf8').split('\n').filter((x) => x.trim());
   const references = readFileSync(sourceFile.replace(/\.en$/, '.de'), 'utf8').split('\n').filter((x) => x.trim());
