@@ -35,7 +35,8 @@
 // paragraph_vs_ort_transformer (attnlab ÷ ORT words/s, Chromium, each at its best), encoder_vs_ort_rnn,
 // encoder_vs_ort_transformer (ORT ÷ attnlab encoder time, batch 1, same f32 weights, Chromium), threads_speedup,
 // engine_threads_speedup (the same paragraphs in the engine alone, natively and in wasm under Node: what the
-// browser's workers add to threads_speedup), beam4_batched_speedup, cpu, and the details.
+// browser's workers add to threads_speedup) and engine_threads_speedup_after_idle (the same with 100 ms of idle
+// before each paragraph), beam4_batched_speedup, cpu, and the details.
 import { execFileSync } from 'node:child_process';
 import { createReadStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -418,9 +419,12 @@ function reportProfile(result, models, node, floors, coreSteps) {
 
 // threads_speedup's workload in the engine alone, without a browser around it: bench/bench_paragraph.cpp on the same
 // q8_0 models and shortlist, natively and in the threaded wasm build under Node, 1 and 2 threads interleaved in
-// blocks. { native: { rnn, transformer }, wasm_node: {...} } (2 threads ÷ 1 in speed); a build not there is null.
+// blocks; back to back, and again with the pages' 100 ms of idle before each paragraph (ENGINE_PAUSE_MS; on a
+// virtual machine an idle virtual CPU loses its caches: docs/performance.md). { native: { rnn, transformer },
+// wasm_node: {...} } (2 threads ÷ 1 in speed) for each; a build not there is null.
 const ENGINE_PARAGRAPHS = 40;
-function engineThreadsSpeedup(args, sourceFile) {
+const ENGINE_PAUSE_MS = 100;
+function engineThreadsSpeedup(args, sourceFile, pauseMs, paragraphs) {
   const builds = {
     native: [path.join(root, 'build/native/bench_paragraph')],
     wasm_node: [process.execPath, path.join(root, 'build/wasm-mt/bench_paragraph.js')],
@@ -432,7 +436,7 @@ function engineThreadsSpeedup(args, sourceFile) {
     out[where] = {};
     for (const [kind, gguf] of [['rnn', args.rnnQ8], ['transformer', args.transformerQ8]]) {
       const r = run(command[0], [...command.slice(1), '--model', abs(gguf), '--text', sourceFile,
-                                 '--paragraphs', String(ENGINE_PARAGRAPHS),
+                                 '--paragraphs', String(paragraphs), '--pause-ms', String(pauseMs),
                                  ...(args.shortlist ? ['--shortlist', abs(args.shortlist)] : [])],
                     `engine paragraphs (${where}, ${kind})`);
       out[where][kind] = r.speedup['2'];
@@ -440,9 +444,16 @@ function engineThreadsSpeedup(args, sourceFile) {
   }
   const line = (where) => (out[where] ? `RNN ${fmt(out[where].rnn, 2)}, Transformer ${fmt(out[where].transformer, 2)}`
                                       : 'not built');
-  console.log(`engine alone (bench_paragraph, ${ENGINE_PARAGRAPHS} paragraphs, q8_0${args.shortlist ? ' + shortlist' : ''}), ` +
-              `2 threads ÷ 1: native ${line('native')}; wasm in Node ${line('wasm_node')}`);
+  console.log(`engine alone (bench_paragraph, ${paragraphs} paragraphs, q8_0${args.shortlist ? ' + shortlist' : ''}, ` +
+              `${pauseMs ? `${pauseMs} ms idle before each` : 'back to back'}), 2 threads ÷ 1: native ` +
+              `${line('native')}; wasm in Node ${line('wasm_node')}`);
   return out;
+}
+
+// Both engine-alone measurements into the result.
+function reportEngineThreads(result, args, sourceFile) {
+  result.engine_threads_speedup = engineThreadsSpeedup(args, sourceFile, 0, ENGINE_PARAGRAPHS);
+  result.engine_threads_speedup_after_idle = engineThreadsSpeedup(args, sourceFile, ENGINE_PAUSE_MS, ENGINE_PARAGRAPHS / 2);
 }
 
 // The paragraph pages (both engines at 1, then at 2 threads); paragraphs: test2016 from its first line, 8 sentences each,
@@ -516,7 +527,7 @@ async function main() {
     const run = await runParagraphs(args, models, sourceFile, paragraphHarness);
     const result = { paragraphs_only: true, ort_rnn_beam_form: info.rnn.beam_form };
     reportParagraphs(result, run.pages, run.models, run.references, run.count);
-    result.engine_threads_speedup = engineThreadsSpeedup(args, sourceFile);
+    reportEngineThreads(result, args, sourceFile);
     result.cpu = cpuDescription();
     result.memory_first_touch = memory;
     console.log(JSON.stringify(result));
@@ -667,7 +678,7 @@ async function main() {
   const headline = models.map((m) => result[`beam4_batched_speedup_${m.kind}`] ?? result[`native_beam4_batched_speedup_${m.kind}`]);
   result.beam4_batched_speedup = headline.every((x) => x != null) ? Math.min(...headline) : null;
   reportParagraphs(result, paragraphRun.pages, paragraphRun.models, paragraphRun.references, paragraphRun.count);
-  result.engine_threads_speedup = engineThreadsSpeedup(args, sourceFile);
+  reportEngineThreads(result, args, sourceFile);
   reportProfile(result, models, node, floors, wasmCoreSteps);
   result.encoder_vs_ort_where = browser ? 'chromium' : 'node';
   for (const m of models)

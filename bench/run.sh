@@ -11,7 +11,8 @@
 #      Chromium (batch-1 greedy, same f32 weights), native vs PyTorch eager, where attnlab's per-token time goes,
 #      and the paragraph benchmark (test2016 in 8-sentence paragraphs, beam 4, each engine at its best, BLEU next to
 #      words/s; docs/performance.md), and the same paragraphs in the engine alone (bench/bench_paragraph.cpp, natively
-#      and in the threaded wasm build under Node: engine_threads_speedup); options --sentences N, --paragraphs N, --rnn F, --rnn-q8 F, --transformer F,
+#      and in the threaded wasm build under Node, back to back and after idle: engine_threads_speedup and
+#      engine_threads_speedup_after_idle); options --sentences N, --paragraphs N, --rnn F, --rnn-q8 F, --transformer F,
 #      --transformer-q8 F, --shortlist F (default models/weights/en-de.shortlist.gguf: attnlab q8_0 with it is one more
 #      paragraph engine), --no-shortlist, --no-browser, --paragraphs-only, --rnn-form F and
 #      --rnn-beam-form F (projected|concatenated: ORT's RNN graphs at batch 1 and in the paragraphs; bench/export_onnx.py).
