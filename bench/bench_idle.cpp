@@ -78,8 +78,12 @@ std::string json(const Parts& p) {
 
 int main(int argc, char** argv) {
     int mb = 1, pause_ms = 100, rounds = 40;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
         const std::string flag = argv[i];
+        if (i + 1 == argc) {
+            std::fprintf(stderr, "bench_idle: %s needs a value\n", flag.c_str());
+            return 1;
+        }
         const int value = std::atoi(argv[i + 1]);
         if (flag == "--mb") mb = value;
         else if (flag == "--pause-ms") pause_ms = value;
