@@ -94,24 +94,22 @@ async function runInPage({ paragraphs, pauseMs, concurrent }) {
   const names = Object.keys(workers);
   const ms = Object.fromEntries(names.map((name) => [name, []]));
   const texts = Object.fromEntries(names.map((name) => [name, []]));
+  const pause = () => new Promise((resolve) => setTimeout(resolve, pauseMs));
+  const translate = async (name, paragraph) => {
+    const t0 = performance.now();
+    const out = await workers[name].translate(paragraph, { beam: 4 });
+    ms[name].push(performance.now() - t0);
+    texts[name].push(...out.map((t) => t.text));
+  };
   for (let p = 1; p < paragraphs.length; ++p) {
     if (concurrent) {
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
-      await Promise.all(names.map(async (name) => {
-        const t0 = performance.now();
-        const out = await workers[name].translate(paragraphs[p], { beam: 4 });
-        ms[name].push(performance.now() - t0);
-        texts[name].push(...out.map((t) => t.text));
-      }));
+      await pause();
+      await Promise.all(names.map((name) => translate(name, paragraphs[p])));
       continue;
     }
     for (let i = 0; i < names.length; ++i) {
-      const name = names[(i + p) % names.length];
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
-      const t0 = performance.now();
-      const out = await workers[name].translate(paragraphs[p], { beam: 4 });
-      ms[name].push(performance.now() - t0);
-      texts[name].push(...out.map((t) => t.text));
+      await pause();
+      await translate(names[(i + p) % names.length], paragraphs[p]);
     }
   }
   return { ms, texts };
