@@ -177,5 +177,18 @@ class SpeechInitTest(unittest.TestCase):
         self.assertTrue(torch.equal(attention[0], ref_attention[0]))
 
 
+class SynthShareTest(unittest.TestCase):
+    """--synth-share: every recorded utterance each epoch, a fresh seeded share of the synthetic ones."""
+
+    def test_epoch_items(self):
+        items = [("an4", i, 10, [1]) for i in range(5)] + [("synth", i, 10, [1]) for i in range(100)]
+        first = trainer.epoch_items(items, 0.25, 1234)
+        self.assertEqual([item for item in first if item[0] == "an4"], items[:5])
+        self.assertEqual(sum(item[0] == "synth" for item in first), 25)
+        self.assertEqual(first, trainer.epoch_items(items, 0.25, 1234))   # a resumed epoch: the same list
+        self.assertNotEqual(first, trainer.epoch_items(items, 0.25, 1235))
+        self.assertEqual(trainer.epoch_items(items, 1.0, 1234), items)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -18,7 +18,8 @@ synthetic dev voices, pooled); OUT/epoch-<n>.pt the last --keep-epochs epochs. R
 (1 - w) CE + w CTC (w = --ctc-weight); label smoothing; dropout; two time masks per utterance (SpecAugment-style)
 during training; batches of similar length holding at most --max-frames input frames; --epoch-decay anneals the
 rate after every epoch as well (a run with a wall-clock budget); --real-repeat counts the recorded speech (AN4,
-FSDD, LJ Speech) more than once an epoch. Small recurrent models train faster with OPENBLAS_NUM_THREADS=1 (2.6x on
+FSDD, LJ Speech) more than once an epoch, and --synth-share takes a fresh share of the synthetic speech each epoch
+(a continuation that leans to the recorded speech). Small recurrent models train faster with OPENBLAS_NUM_THREADS=1 (2.6x on
 these machines); --device cuda trains on a GPU (models/train_speech_gpu.sh: two runs sharing one H200 logged
 95,000-180,000 frames/s each for the 6.5M-parameter model; the 1.24M-parameter one trained at about 1,400 on two
 CPU cores).
@@ -89,6 +90,16 @@ def bucketed_batches(items, max_frames, seed):
         batches.append(current)
     rng.shuffle(batches)
     return batches
+
+
+def epoch_items(items, synth_share, seed):
+    """One epoch's training utterances: every recorded one, and a fresh `synth_share` of the synthetic ones (all of
+    them at 1), drawn by the epoch's seed so a resumed epoch gets the same list."""
+    if synth_share >= 1:
+        return items
+    synth = [k for k, item in enumerate(items) if item[0] == "synth"]
+    kept = set(random.Random(seed).sample(synth, round(len(synth) * synth_share)))
+    return [item for k, item in enumerate(items) if item[0] != "synth" or k in kept]
 
 
 def pad_features(stores, items, rng=None, masks=0, mask_fraction=0.05):
@@ -175,7 +186,7 @@ class SpeechFamily(Family):
 
     def __init__(self, args, model, optimizer, cfg, stores, train, dev):
         self.args, self.model, self.optimizer, self.cfg = args, model, optimizer, cfg
-        self.stores, self.train_items, self.dev_items = stores, train, dev
+        self.stores, self.all_train_items, self.dev_items = stores, train, dev
         self.last_path, self.best_path = os.path.join(args.out, "last.pt"), os.path.join(args.out, "best.pt")
         self.session = WallClock()
         self.deadline = args.max_hours * 3600 if args.max_hours else math.inf
@@ -197,6 +208,7 @@ class SpeechFamily(Family):
         return "early stopping already reached" if state["bad_epochs"] >= self.args.patience else None
 
     def epoch_batches(self, state):
+        self.train_items = epoch_items(self.all_train_items, self.args.synth_share, self.args.seed + state["epoch"])
         if state["order"] is None:
             state["order"], state["position"] = bucketed_batches(self.train_items, self.args.max_frames,
                                                                  self.args.seed + state["epoch"]), 0
@@ -298,6 +310,9 @@ def parse_args(argv=None):
     ap.add_argument("--dev-limit", type=int, default=800, help="dev utterances scored each epoch (0 = all)")
     ap.add_argument("--real-repeat", type=int, default=1,
                     help="each epoch holds every recorded (not synthetic) training utterance this many times")
+    ap.add_argument("--synth-share", type=float, default=1.0,
+                    help="each epoch holds this share of the synthetic training utterances, drawn afresh (a "
+                    "fine-tuning run that leans to the recorded speech without forgetting the rest)")
     ap.add_argument("--limit-train", type=int, default=0, help="only N training utterances (smoke tests)")
     ap.add_argument("--init", help="a fresh run starts from this speech GGUF file's weights and configuration "
                     "(--dropout from the command line) or this checkpoint's (its own configuration), with a fresh "
