@@ -70,10 +70,10 @@ test('model.info says transcribe, and the other tasks\' methods refuse it by nam
                        /attnlab: transcribe\(\) needs a speech recognition model, but this one .* translates text/);
 });
 
-// The q8_0 file at beam 4 with attention alone (ctcWeight 0) is left out here: on the woodchuck clip it loops
-// ("... eight eight eight ..."), and its int8 products, summed in another order by the wasm and native kernels, flip
-// a near tie 129 characters in (measured: beam 1, the file's own CTC weight, 0.29 and 0.31, and the f16 file at
-// every one of these give the CLI's characters); the ctcWeight test holds it to a prefix.
+// The q8_0 file at beam 4 with attention alone (ctcWeight 0) is left out here: its int8 products, summed in another
+// order by the wasm and native kernels, can flip a near tie where attention alone loops (an earlier file did, on the
+// woodchuck clip, 129 characters in; the shipped one agrees with the CLI on every clip here); the ctcWeight test
+// holds it to a prefix.
 const SETTINGS = [{ dtype: 'q8_0', beam: 1 }, { dtype: 'q8_0', beam: 4 }, { dtype: 'f16', beam: 4, ctcWeight: 0 }];
 for (const { dtype, beam, ctcWeight } of SETTINGS) {
   test(`WAV and FLAC bytes, an ArrayBuffer, a Blob and the decoded Float32Array all give the CLI's transcript (${dtype}, beam ${beam}${ctcWeight === undefined ? '' : `, ctcWeight ${ctcWeight}`})`, async () => {

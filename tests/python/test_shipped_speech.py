@@ -7,8 +7,7 @@ head, the engine's joint CTC/attention search (its default weight, beam 1 and 4)
 Python twin, attnlab.nn.joint_decoding.joint_search. The q8_0 file's engine output is then
 held to the f16 file's: the int8 matrix-vector products (which PyTorch does not model) may flip a near tie, and
 after one flipped character an interim model's transcript wanders off, so all but one clip must match exactly
-and every clip's first 10 characters must (measured: the digits and command clips identical, the woodchuck clip
-the same for its first 19 characters).
+and every clip's first 10 characters must (measured with the shipped files: all three clips identical).
 
     PYTHONPATH=python /usr/bin/python3 -m unittest tests.python.test_shipped_speech
 

@@ -21,8 +21,8 @@ rate after every epoch as well (a run with a wall-clock budget); --real-repeat c
 FSDD, LJ Speech) more than once an epoch, and --synth-share takes a fresh share of the synthetic speech each epoch
 (a continuation that leans to the recorded speech). Small recurrent models train faster with OPENBLAS_NUM_THREADS=1 (2.6x on
 these machines); --device cuda trains on a GPU (models/train_speech_gpu.sh: two runs sharing one H200 logged
-95,000-180,000 frames/s each for the 6.5M-parameter model; the 1.24M-parameter one trained at about 1,400 on two
-CPU cores).
+95,000-180,000 frames/s each for the 6.5M-parameter model; on a 2-core AMD EPYC it trained at 2,400-4,400 with
+--threads 2, about twice the rate of one thread; the 1.24M-parameter one trained at about 1,400 on two CPU cores).
 """
 import argparse
 import math
