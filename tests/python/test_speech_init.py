@@ -189,6 +189,12 @@ class SynthShareTest(unittest.TestCase):
         self.assertNotEqual(first, trainer.epoch_items(items, 0.25, 1235))
         self.assertEqual(trainer.epoch_items(items, 1.0, 1234), items)
 
+    def test_a_share_outside_0_1_is_refused(self):
+        with tempfile.TemporaryDirectory() as out:
+            for share in ("0", "1.5", "-0.2"):
+                with self.assertRaisesRegex(SystemExit, "--synth-share"):
+                    trainer.main(["--out", out, "--synth-share", share])
+
 
 if __name__ == "__main__":
     unittest.main()

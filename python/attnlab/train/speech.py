@@ -19,8 +19,8 @@ synthetic dev voices, pooled); OUT/epoch-<n>.pt the last --keep-epochs epochs. R
 during training; batches of similar length holding at most --max-frames input frames; --epoch-decay anneals the
 rate after every epoch as well (a run with a wall-clock budget); --real-repeat counts the recorded speech (AN4,
 FSDD, LJ Speech) more than once an epoch, and --synth-share takes a fresh share of the synthetic speech each epoch
-(a continuation that leans to the recorded speech). Small recurrent models train faster with OPENBLAS_NUM_THREADS=1 (2.6x on
-these machines); --device cuda trains on a GPU (models/train_speech_gpu.sh: two runs sharing one H200 logged
+(a continuation that leans to the recorded speech). Small recurrent models train faster with OPENBLAS_NUM_THREADS=1
+(2.6x on these machines); --device cuda trains on a GPU (models/train_speech_gpu.sh: two runs sharing one H200 logged
 95,000-180,000 frames/s each for the 6.5M-parameter model; on a 2-core AMD EPYC it trained at 2,400-4,400 with
 --threads 2, about twice the rate of one thread; the 1.24M-parameter one trained at about 1,400 on two CPU cores).
 """
@@ -332,6 +332,8 @@ def parse_args(argv=None):
 def main(argv=None):
     global log
     args = parse_args(argv)
+    if not 0 < args.synth_share <= 1:
+        sys.exit(f"--synth-share {args.synth_share}: a share of the synthetic speech, above 0 and at most 1")
     torch.set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)
     if log.f is not None:   # an earlier main() in this process (tests) logged elsewhere
