@@ -22,6 +22,7 @@ each utterance) whose attention peak frame is not before the previous character'
                 training): web/app/samples/speech/woodchuck.wav, made by scripts/make_speech_samples.py
 """
 import argparse
+from collections import Counter
 import json
 import os
 import subprocess
@@ -102,6 +103,17 @@ def evaluate(cli, model, beam, name, items, ctc_weight=None):
             "seconds": round(time.time() - start, 1)}, list(zip(hypotheses, references))
 
 
+def print_confusions(pairs):
+    """To stderr: each reference with a wrong hypothesis, most often wrong first: 'six: 20 of 50 wrong; eight 16, ...'."""
+    seen, heard = Counter(r for _, r in pairs), {}
+    for h, r in pairs:
+        if h != r:
+            heard.setdefault(r, Counter())[h] += 1
+    for r, wrong in sorted(heard.items(), key=lambda kv: -sum(kv[1].values())):
+        top = ", ".join(f"{h!r} {n}" for h, n in wrong.most_common(3))
+        print(f"  {r}: {sum(wrong.values())} of {seen[r]} wrong; heard as {top}", file=sys.stderr)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
@@ -113,6 +125,8 @@ def main(argv=None):
     ap.add_argument("--woodchuck", default=DEFAULT_WOODCHUCK)
     ap.add_argument("--cli", default=CLI)
     ap.add_argument("--examples", type=int, default=0, help="print this many hypothesis/reference pairs per set")
+    ap.add_argument("--confusions", action="store_true",
+                    help="per set, each reference transcribed wrongly at least once: how often, and as what")
     args = ap.parse_args(argv)
     rows = []
     for name in args.sets.split(","):
@@ -125,6 +139,8 @@ def main(argv=None):
         print(json.dumps(row), flush=True)
         for h, r in pairs[:args.examples]:
             print(f"  ref: {r}\n  hyp: {h}", file=sys.stderr)
+        if args.confusions:
+            print_confusions(pairs)
     if rows:
         characters, edits = sum(r["characters"] for r in rows), sum(r["edits"] for r in rows)
         print(json.dumps({"model": rows[0]["model"], "set": "pooled", "beam": args.beam,
