@@ -63,7 +63,7 @@ def export_mobilenet(args):
 
 def export_speech(args):
     report_written(args.out, speech.write(args.checkpoint, args.dtype, args.out, ctc=not args.no_ctc,
-                                          ctc_weight=args.ctc_weight))
+                                          ctc_weight=args.ctc_weight, lm=args.lm, lm_weight=args.lm_weight))
 
 
 def parser():
@@ -93,6 +93,10 @@ def parser():
     p.add_argument("--ctc-weight", type=float, default=None, metavar="W",
                    help="the joint search's CTC weight stored in the file, 0..1 (default: the training loss's)")
     p.add_argument("--no-ctc", action="store_true", help="leave out the CTC head: the engine decodes with attention only")
+    p.add_argument("--lm", metavar="CKPT", help="an attnlab.train.char_lm checkpoint stored with it (shallow fusion)")
+    p.add_argument("--lm-weight", type=float, default=None, metavar="W",
+                   help=f"with --lm: the language model's weight stored in the file, 0..{speech.MAX_LM_WEIGHT} "
+                   f"(default {speech.DEFAULT_LM_WEIGHT})")
 
     p = kind("caption", "a Show-Attend-Tell captioner with its encoder (attnlab.gguf.captioner)", export_caption,
              "a attnlab.train.caption checkpoint, or an exported single-decoder captioner GGUF file")

@@ -626,8 +626,10 @@ namespace {
 Transcription transcribe_mfcc(const models::SpeechRecognizer& model, const Matrix& mfcc,
                               const TranscribeOptions& options) {
     const float ctc_weight = models::speech_ctc_weight(model, options.ctc_weight);
+    const float lm_weight = models::speech_lm_weight(model, options.lm_weight);
     const models::SpeechEncoded encoded = models::listen(model, mfcc);
-    const decode::Hypothesis best = models::recognize(model, encoded, options.beam, ctc_weight, options.beam_tree);
+    const decode::Hypothesis best =
+        models::recognize(model, encoded, options.beam, ctc_weight, options.beam_tree, lm_weight);
 
     Transcription out;
     out.ids = best.tokens;
@@ -640,6 +642,7 @@ Transcription transcribe_mfcc(const models::SpeechRecognizer& model, const Matri
     out.log_probability = best.log_probability;
     out.finished = best.finished;
     out.ctc_weight = ctc_weight;
+    out.lm_weight = lm_weight;
     std::vector<std::string> pieces;
     pieces.reserve(best.tree.nodes.size());
     for (const decode::TreeNode& node : best.tree.nodes) pieces.push_back(model.characters[static_cast<std::size_t>(node.token)]);

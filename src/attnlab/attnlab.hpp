@@ -212,6 +212,8 @@ struct TranscribeOptions {
     int beam = 1;            // 1 = greedy (CTC-aware when ctc_weight > 0), up to Limits::max_beam
     float ctc_weight = -1;   // λ of the joint score (1 − λ) log p_att + λ log p_ctc, 0..1; 0: attention only;
                              // -1: the model's (attnlab.las.ctc_weight, 0 for a file without the CTC head)
+    float lm_weight = -1;    // β of the language model's share β log p_lm, 0..2 (shallow fusion); 0: none;
+                             // -1: the model's (attnlab.las.lm_weight, 0 for a file without the LM)
     bool beam_tree = false;  // also return Transcription::beam_tree (every hypothesis the search kept)
 };
 
@@ -229,9 +231,11 @@ struct Transcription {
     float log_probability = 0.0f;          // Σ log p over the characters (and EOS)
     bool finished = false;                 // ended by the model (false: stopped at the length limit)
     float ctc_weight = 0.0f;               // the λ it was decoded with (0: attention only)
+    float lm_weight = 0.0f;                // the β it was decoded with (0: no language model)
     BeamTree beam_tree;                    // TranscribeOptions::beam_tree only: each node's piece is its character
                                            // ("</s>" for the end); log p and cumulative are the attention
-                                           // decoder's, score the joint score when ctc_weight > 0 (BeamNode)
+                                           // decoder's, score the joint score when ctc_weight or lm_weight
+                                           // > 0 (BeamNode)
 };
 
 // The longest audio transcribe() takes: attention over much longer stretches needs chunking (not done yet).

@@ -65,10 +65,11 @@ constexpr Command kCommands[] = {
      "                                            --recognize: also the image encoder's top 5 ImageNet\n"
      "                                            classes, after a tab, where the file has its classifier)\n"},
     {"transcribe",
-     "  transcribe --model FILE [--beam N] [--ctc-weight W] [--json] AUDIO...\n"
+     "  transcribe --model FILE [--beam N] [--ctc-weight W] [--lm-weight W] [--json] AUDIO...\n"
      "                                            transcribe WAV (PCM 8/16/24/32-bit or float, any channels,\n"
      "                                            8..48 kHz), FLAC or Sphinx .mfc features, one line each\n"
-     "                                            (--ctc-weight 0 (attention only)..1, -1 the model's)\n"},
+     "                                            (--ctc-weight 0 (attention only)..1, --lm-weight 0 (no\n"
+     "                                            language model)..2; -1 the model's)\n"},
 };
 
 std::string usage() {
@@ -93,7 +94,7 @@ struct Flag {
 struct Arguments {
     std::string model;
     std::string shortlist;
-    Flag beam, max_length, no_repeat_ngram, ctc_weight, batch;
+    Flag beam, max_length, no_repeat_ngram, ctc_weight, lm_weight, batch;
     bool json = false;
     bool recognize = false;
     std::vector<std::string> words;
@@ -137,6 +138,7 @@ Arguments parse(const std::vector<std::string>& args) {
         else if (a == "--max-length") flag(out.max_length);
         else if (a == "--no-repeat-ngram") flag(out.no_repeat_ngram);
         else if (a == "--ctc-weight") flag(out.ctc_weight);
+        else if (a == "--lm-weight") flag(out.lm_weight);
         else if (a == "--batch") flag(out.batch);
         else if (a == "--json") out.json = true;
         else if (a == "--recognize") out.recognize = true;
@@ -153,6 +155,7 @@ void refuse_flags(const Arguments& args, const std::string& command, bool beam, 
                                                  {"--max-length", args.max_length.given && !max_length},
                                                  {"--no-repeat-ngram", args.no_repeat_ngram.given && !no_repeat_ngram},
                                                  {"--ctc-weight", args.ctc_weight.given && command != "transcribe"},
+                                                 {"--lm-weight", args.lm_weight.given && command != "transcribe"},
                                                  {"--batch", args.batch.given && command != "translate"}};
     for (const auto& [name, refused] : flags)
         attnlab::check(!refused, command + " takes no " + name + " (attnlab " + command + " --help)",
@@ -539,24 +542,27 @@ std::string transcription_json(const std::string& path, const attnlab::Transcrip
            json_strings(t.characters) + ",\"ids\":" + json_ints(t.ids) + ",\"frames\":" + std::to_string(t.frames) +
            ",\"frame_seconds\":" + seconds_json(t.frame_seconds) +
            ",\"attention\":" + json_matrix(t.attention, T, S) + ",\"finished\":" + (t.finished ? "true" : "false") +
-           ",\"ctc_weight\":" + seconds_json(t.ctc_weight) + "}";
+           ",\"ctc_weight\":" + seconds_json(t.ctc_weight) + ",\"lm_weight\":" + seconds_json(t.lm_weight) + "}";
+}
+
+// A weight flag's number, whole or not; its range (and whether the model has what it weighs) is the engine's to
+// check.
+float weight_flag(const char* name, const std::string& text, const char* range) {
+    char* end = nullptr;
+    errno = 0;
+    const float weight = text.empty() ? NAN : std::strtof(text.c_str(), &end);
+    attnlab::check(!text.empty() && end == text.c_str() + text.size() && errno != ERANGE && std::isfinite(weight),
+                   std::string(name) + " needs a number from " + range + " (or -1, the model's), got '" + text + "'",
+                   attnlab::ErrorKind::options);
+    return weight;
 }
 
 int run_transcribe(const Arguments& args) {
     refuse_flags(args, "transcribe", true, false, false);
     attnlab::TranscribeOptions options;
     options.beam = flag_value("--beam", args.beam, attnlab::Option::beam, 1);
-    if (args.ctc_weight.given) {
-        // A number, whole or not; its range (and whether the model has a CTC head) is the engine's to check.
-        const std::string& text = args.ctc_weight.text;
-        char* end = nullptr;
-        errno = 0;
-        const float weight = text.empty() ? NAN : std::strtof(text.c_str(), &end);
-        attnlab::check(!text.empty() && end == text.c_str() + text.size() && errno != ERANGE && std::isfinite(weight),
-                       "--ctc-weight needs a number from 0 to 1 (or -1, the model's), got '" + text + "'",
-                       attnlab::ErrorKind::options);
-        options.ctc_weight = weight;
-    }
+    if (args.ctc_weight.given) options.ctc_weight = weight_flag("--ctc-weight", args.ctc_weight.text, "0 to 1");
+    if (args.lm_weight.given) options.lm_weight = weight_flag("--lm-weight", args.lm_weight.text, "0 to 2");
     attnlab::check(!args.model.empty(), "transcribe needs --model FILE");
     attnlab::check(!args.words.empty(), "transcribe needs at least one AUDIO file");
     const attnlab::Model model = attnlab::Model::open(args.model);

@@ -344,17 +344,18 @@ public:
     }
 
     // The speech recognizer's calls (speech.cpp): on this Model, so a speech file is loaded once.
-    val transcribe(const val& samples, int sample_rate, int beam, float ctc_weight) const {
-        return attnlab::wasm::transcribe_samples(model_, samples, sample_rate, beam, ctc_weight, false);
+    val transcribe(const val& samples, int sample_rate, int beam, float ctc_weight, float lm_weight) const {
+        return attnlab::wasm::transcribe_samples(model_, samples, sample_rate, beam, ctc_weight, lm_weight, false);
     }
-    val transcribe_with_tree(const val& samples, int sample_rate, int beam, float ctc_weight, bool beam_tree) const {
-        return attnlab::wasm::transcribe_samples(model_, samples, sample_rate, beam, ctc_weight, beam_tree);
+    val transcribe_with_tree(const val& samples, int sample_rate, int beam, float ctc_weight, float lm_weight,
+                             bool beam_tree) const {
+        return attnlab::wasm::transcribe_samples(model_, samples, sample_rate, beam, ctc_weight, lm_weight, beam_tree);
     }
-    val transcribe_file(const val& bytes, int beam, float ctc_weight) const {
-        return attnlab::wasm::transcribe_file(model_, bytes, beam, ctc_weight, false);
+    val transcribe_file(const val& bytes, int beam, float ctc_weight, float lm_weight) const {
+        return attnlab::wasm::transcribe_file(model_, bytes, beam, ctc_weight, lm_weight, false);
     }
-    val transcribe_file_with_tree(const val& bytes, int beam, float ctc_weight, bool beam_tree) const {
-        return attnlab::wasm::transcribe_file(model_, bytes, beam, ctc_weight, beam_tree);
+    val transcribe_file_with_tree(const val& bytes, int beam, float ctc_weight, float lm_weight, bool beam_tree) const {
+        return attnlab::wasm::transcribe_file(model_, bytes, beam, ctc_weight, lm_weight, beam_tree);
     }
 
 private:

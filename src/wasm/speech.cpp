@@ -72,14 +72,16 @@ val transcription_js(const attnlab::Transcription& t, bool beam_tree) {
     out.set("logProbability", t.log_probability);
     out.set("finished", t.finished);
     out.set("ctcWeight", t.ctc_weight);
+    out.set("lmWeight", t.lm_weight);
     if (beam_tree) out.set("beamTree", attnlab::wasm::to_beam_tree(t.beam_tree));
     return out;
 }
 
-attnlab::TranscribeOptions transcribe_options(int beam, float ctc_weight, bool beam_tree) {
+attnlab::TranscribeOptions transcribe_options(int beam, float ctc_weight, float lm_weight, bool beam_tree) {
     attnlab::TranscribeOptions options;
     options.beam = beam;
     options.ctc_weight = ctc_weight;
+    options.lm_weight = lm_weight;
     options.beam_tree = beam_tree;
     return options;
 }
@@ -112,19 +114,20 @@ val transcribe_limits_js() {
 namespace attnlab::wasm {
 
 val transcribe_samples(const attnlab::Model& model, const val& samples, int sample_rate, int beam, float ctc_weight,
-                       bool beam_tree) {
+                       float lm_weight, bool beam_tree) {
     return guarded(attnlab::ErrorKind::input, [&] {
         const std::vector<float> x = copy_in<float>(samples, "Float32Array", "the samples");
         return transcription_js(
-            model.transcribe(x.data(), x.size(), sample_rate, transcribe_options(beam, ctc_weight, beam_tree)), beam_tree);
+            model.transcribe(x.data(), x.size(), sample_rate, transcribe_options(beam, ctc_weight, lm_weight, beam_tree)), beam_tree);
     });
 }
 
-val transcribe_file(const attnlab::Model& model, const val& bytes, int beam, float ctc_weight, bool beam_tree) {
+val transcribe_file(const attnlab::Model& model, const val& bytes, int beam, float ctc_weight, float lm_weight,
+                    bool beam_tree) {
     return guarded(attnlab::ErrorKind::input, [&] {
         const std::vector<uint8_t> file = copy_in<uint8_t>(bytes, "Uint8Array", "the audio file bytes");
         return transcription_js(
-            model.transcribe_file_bytes(file.data(), file.size(), transcribe_options(beam, ctc_weight, beam_tree)),
+            model.transcribe_file_bytes(file.data(), file.size(), transcribe_options(beam, ctc_weight, lm_weight, beam_tree)),
             beam_tree);
     });
 }

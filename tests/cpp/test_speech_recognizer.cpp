@@ -2,8 +2,9 @@
 // (nn/listen_attend_spell.py): a tiny trained model and what PyTorch computes for it
 // (python/attnlab/golden/speech.py -> tests/fixtures/speech/las{,.q8_0,.expected}.gguf), layer by layer, step by
 // step and through greedy and beam search; the CTC head and the joint CTC/attention search against its Python twin
-// (nn/joint_decoding.py); the Q8_0 export (written without the head); and the refusals: files of another kind or
-// shape, features too short or malformed, CTC weights out of range.
+// (nn/joint_decoding.py); the character language model and shallow fusion (las-lm{,.expected}.gguf, nn/char_lm.py);
+// the Q8_0 export (written without the head); and the refusals: files of another kind or shape, features too short
+// or malformed, CTC and LM weights out of range.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -354,6 +355,77 @@ TEST_CASE("speech recognizer: the CTC head and the joint CTC/attention search gi
     decode::SearchOptions too_wide = beam;
     too_wide.beam = decode::kMaxBeam + 1;
     CHECK_THROWS_WITH_AS(models::joint_search(model, encoded, too_wide, lambda), doctest::Contains("beam width"), Error);
+}
+
+TEST_CASE("speech recognizer: the language model's steps and the fused search give PyTorch's numbers and characters") {
+    const models::SpeechRecognizer model = models::load_speech_recognizer(gguf::File::open(fixture("las-lm.gguf")));
+    const gguf::File expected = gguf::File::open(fixture("las-lm.expected.gguf"));
+    REQUIRE(model.has_lm);
+    CHECK_FALSE(f32_model().has_lm);
+    const float beta = expected.get_f32("expected.lm_weight");
+    CHECK(model.lm_weight == beta);
+    CHECK(models::speech_lm_weight(model, -1.0f) == beta);
+    {
+        const std::vector<int32_t> tokens = expected.get_i32_array("lm.tokens");
+        const int P = int(tokens.size()), V = model.config.vocab, H = model.config.lm_hidden;
+        const Matrix log_probs = expected.load_f32<2>("lm.log_probs", {P, V});
+        const Matrix states = expected.load_f32<2>("lm.states", {P, H});
+        std::vector<float> state(static_cast<std::size_t>(H), 0.0f), next(static_cast<std::size_t>(H)),
+            log_p(static_cast<std::size_t>(V));
+        double log_p_error = 0, state_error = 0;
+        for (int i = 0; i < P; ++i) {
+            models::speech_lm_step(model, tokens[std::size_t(i)], state.data(), next.data(), log_p.data());
+            log_p_error = std::max(log_p_error, max_abs_diff(log_p.data(), log_probs.data() + i * V, std::size_t(V)));
+            state_error = std::max(state_error, max_abs_diff(next.data(), states.data() + i * H, std::size_t(H)));
+            state.swap(next);
+        }
+        MESSAGE("LM steps max |engine - PyTorch|: log p " << log_p_error << ", state " << state_error);
+        CHECK(log_p_error < 1e-5);
+        CHECK(state_error < 1e-5);
+    }
+    const float lambda = expected_file().get_f32("expected.ctc_weight");
+    decode::SearchOptions beam = models::speech_search_options(int(expected.get_u32("expected.beam")));
+    beam.length_penalty = expected_file().get_f32("expected.alpha");
+    const int utterances = int(expected.get_u32("expected.utterances"));
+    int fusion_changes = 0, lm_only_changes = 0;
+    for (int i = 0; i < utterances; ++i) {
+        const std::string p = utterance(i);
+        CAPTURE(i);
+        const models::SpeechEncoded encoded = models::listen(model, features_of(i));
+        const std::vector<int32_t> fused = expected.get_i32_array(p + "lm_joint_beam_ids");
+        CHECK(models::joint_search(model, encoded, models::speech_search_options(), lambda, beta).tokens ==
+              expected.get_i32_array(p + "lm_joint_greedy_ids"));
+        const decode::Hypothesis best = models::joint_search(model, encoded, beam, lambda, beta);
+        CHECK(best.tokens == fused);
+        check_rows_are_distributions(best, rows(encoded.annotations));
+        const std::vector<int32_t> lm_only = expected.get_i32_array(p + "lm_only_beam_ids");
+        CHECK(models::joint_search(model, encoded, beam, 0.0f, beta).tokens == lm_only);
+        CHECK(models::recognize(model, encoded, beam.beam, lambda, false, beta).tokens == fused);
+        CHECK(models::recognize(model, encoded, beam.beam, 0.0f, false, beta).tokens == lm_only);
+        // β = 0 is the search without the LM.
+        const std::vector<int32_t> joint = models::joint_search(model, encoded, beam, lambda).tokens;
+        CHECK(models::joint_search(model, encoded, beam, lambda, 0.0f).tokens == joint);
+        fusion_changes += fused != joint;
+        lm_only_changes += lm_only != models::recognize(model, encoded, beam.beam, 0.0f).tokens;
+    }
+    MESSAGE(fusion_changes << " of " << utterances << " fused outputs differ from the joint search's, " << lm_only_changes
+                           << " LM-with-attention outputs from attention's alone");
+    // The fixture's LM was trained on other sentences: outputs that never changed would test little.
+    CHECK(fusion_changes >= 1);
+    CHECK(lm_only_changes >= 1);
+
+    CHECK(models::speech_lm_weight(model, 0.0f) == 0.0f);
+    CHECK(models::speech_lm_weight(model, models::kMaxSpeechLmWeight) == models::kMaxSpeechLmWeight);
+    for (float bad : {-0.5f, 2.5f, -2.0f, std::numeric_limits<float>::quiet_NaN()}) {
+        CAPTURE(bad);
+        CHECK_THROWS_WITH_AS(models::speech_lm_weight(model, bad), doctest::Contains("lm weight must be between 0 and 2"),
+                             Error);
+    }
+    CHECK_THROWS_WITH_AS(models::speech_lm_weight(f32_model(), 0.5f), doctest::Contains("has no language model"), Error);
+    CHECK(models::speech_lm_weight(f32_model(), -1.0f) == 0.0f);
+    const models::SpeechEncoded encoded = models::listen(f32_model(), features_of(0));
+    CHECK_THROWS_WITH_AS(models::joint_search(f32_model(), encoded, beam, lambda, 0.5f),
+                         doctest::Contains("no language model"), Error);
 }
 
 TEST_CASE("speech recognizer: the Q8_0 export loads, transcribes, and keeps the greedy characters where margins allow") {

@@ -59,20 +59,24 @@ export function checkAborted(signal) {
 
 /**
  * Checks transcribe()'s options against the engine's limits (engineLimits(): maxBeam); returns { beam, ctcWeight,
- * beamTree, sampleRate, signal } with the default beam 1, ctcWeight -1 (the model's: the engine decides, and refuses
- * a positive weight for a model without a CTC head) and beamTree false.
+ * lmWeight, beamTree, sampleRate, signal } with the default beam 1, ctcWeight and lmWeight -1 (the model's: the
+ * engine decides, and refuses a positive weight for a model without a CTC head or a language model) and beamTree
+ * false.
  */
 export function validateTranscribeOptions(options = {}, limits) {
   if (options === null || typeof options !== 'object') {
     throw audioError('transcribe() options must be an object', 'ATTNLAB_BAD_OPTIONS');
   }
-  const { beam = 1, ctcWeight = -1, beamTree = false, sampleRate, signal } = options;
+  const { beam = 1, ctcWeight = -1, lmWeight = -1, beamTree = false, sampleRate, signal } = options;
   const maxBeam = limits?.maxBeam;
   if (!Number.isInteger(beam) || beam < 1 || (Number.isInteger(maxBeam) && beam > maxBeam)) {
     throw audioError(`beam must be an integer from 1 to ${maxBeam}, got ${beam}`, 'ATTNLAB_BAD_OPTIONS');
   }
   if (typeof ctcWeight !== 'number' || !(ctcWeight === -1 || (ctcWeight >= 0 && ctcWeight <= 1))) {
     throw audioError(`ctcWeight must be a number from 0 to 1 (or -1, the model's), got ${ctcWeight}`, 'ATTNLAB_BAD_OPTIONS');
+  }
+  if (typeof lmWeight !== 'number' || !(lmWeight === -1 || (lmWeight >= 0 && lmWeight <= 2))) {
+    throw audioError(`lmWeight must be a number from 0 to 2 (or -1, the model's), got ${lmWeight}`, 'ATTNLAB_BAD_OPTIONS');
   }
   if (typeof beamTree !== 'boolean') {
     throw audioError(`beamTree must be true or false, got ${beamTree}`, 'ATTNLAB_BAD_OPTIONS');
@@ -83,7 +87,7 @@ export function validateTranscribeOptions(options = {}, limits) {
   if (signal !== undefined && signal !== null && typeof signal.aborted !== 'boolean') {
     throw audioError('signal must be an AbortSignal', 'ATTNLAB_BAD_OPTIONS');
   }
-  return { beam, ctcWeight, beamTree, sampleRate, signal };
+  return { beam, ctcWeight, lmWeight, beamTree, sampleRate, signal };
 }
 
 // The browser's decoder, for formats the engine does not read (MP3, Ogg, WebM/Opus from a MediaRecorder, ...).
@@ -144,17 +148,17 @@ export async function prepareAudio(input, options) {
 
 /**
  * transcribe() on an engine Model (core.mjs) that holds a speech recognizer: { transcribe(prepared, { beam,
- * ctcWeight, beamTree }) }, synchronous. The Model itself transcribes, so its weights are loaded once.
+ * ctcWeight, lmWeight, beamTree }) }, synchronous. The Model itself transcribes, so its weights are loaded once.
  */
 export function speechCalls(model) {
   if (typeof model.transcribeFile !== 'function') throw audioError('the engine has no speech support: web/dist is out of date', 'ATTNLAB_INTERNAL');
   return {
-    transcribe(prepared, { beam, ctcWeight, beamTree = false }) {
+    transcribe(prepared, { beam, ctcWeight, lmWeight = -1, beamTree = false }) {
       const start = performance.now();
-      // Without a tree, the shorter form: what an engine built before the option takes.
       const tree = beamTree ? [true] : [];
-      const result = prepared.bytes ? model.transcribeFile(prepared.bytes, beam, ctcWeight, ...tree)
-                                    : model.transcribe(prepared.samples, prepared.sampleRate, beam, ctcWeight, ...tree);
+      const result = prepared.bytes ? model.transcribeFile(prepared.bytes, beam, ctcWeight, lmWeight, ...tree)
+                                    : model.transcribe(prepared.samples, prepared.sampleRate, beam, ctcWeight, lmWeight,
+                                                       ...tree);
       result.timeMs = performance.now() - start;
       return result;
     },

@@ -285,11 +285,11 @@ export async function createEngineModel(bytes, shortlistBytes = null) {
     // prepared: audio.mjs prepareAudio()'s { bytes } or { samples, sampleRate }
     transcribe(prepared, options) {
       if (info.task !== 'transcribe') throw wrongTaskError(info, 'transcribe');
-      const { beam, ctcWeight, beamTree } = validateTranscribeOptions(options, limits);
+      const { beam, ctcWeight, lmWeight, beamTree } = validateTranscribeOptions(options, limits);
       // A model terminated while its caller read or decoded the audio (DirectModel awaits that inside its turn).
       if (disposed) throw new AttnlabError(ERROR_CODES.CLOSED, 'attnlab: the model was terminated');
       try {
-        return speech.transcribe(prepared, { beam, ctcWeight, beamTree });
+        return speech.transcribe(prepared, { beam, ctcWeight, lmWeight, beamTree });
       } catch (error) {
         throw engineError(error);
       }

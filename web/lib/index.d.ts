@@ -420,6 +420,11 @@ export interface TranscribeOptions {
    * With λ > 0, beam 1 is the CTC-aware greedy search.
    */
   ctcWeight?: number;
+  /**
+   * β of the character language model's share β log p_lm added to each hypothesis's score (shallow fusion), 0 (none)
+   * to 2; -1 (the default) is the model's own (0 for a file without a language model, which refuses a positive one).
+   */
+  lmWeight?: number;
   /** Also return `beamTree`, every hypothesis the search kept (default false: nothing extra is computed). */
   beamTree?: boolean;
   /** The samples' rate in Hz (8000..48000), required with a Float32Array; files and AudioBuffers carry their own. */
@@ -458,11 +463,13 @@ export interface Transcription {
   finished: boolean;
   /** The CTC weight λ it was decoded with (0: attention only). */
   ctcWeight: number;
+  /** The language-model weight β it was decoded with (0: none). */
+  lmWeight: number;
   /**
    * With { beamTree: true } only: every hypothesis the search kept, each node's piece its character ("</s>" for the
-   * end). logProbability and cumulative are the attention decoder's; with ctcWeight λ > 0 the search ranked by the
-   * joint score instead, which is each node's `score`: (1 − λ) cumulative + λ log p_ctc(prefix), ÷ length once
-   * finished (at any beam).
+   * end). logProbability and cumulative are the attention decoder's; with ctcWeight λ > 0 or lmWeight β > 0 the
+   * search ranked by the joint score instead, which is each node's `score`: (1 − λ) cumulative + λ log p_ctc(prefix)
+   * + β log p_lm(prefix), ÷ length once finished (at any beam).
    */
   beamTree?: BeamTree;
   /** Milliseconds the engine took: decoding the file (if any), the features and the recognizer. */

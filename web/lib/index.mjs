@@ -376,8 +376,8 @@ class WorkerModel {
     const sent = this.#audioTail.then(async () => {
       const audio = await prepared;
       checkAborted(checked.signal);
-      const { beam, ctcWeight, beamTree } = checked;
-      return this.call('transcribe', { audio, options: { beam, ctcWeight, beamTree } }, transferablesOfAudio(audio),
+      const { beam, ctcWeight, lmWeight, beamTree } = checked;
+      return this.call('transcribe', { audio, options: { beam, ctcWeight, lmWeight, beamTree } }, transferablesOfAudio(audio),
                        { signal: checked.signal, what: 'the transcription' });
     }).catch((error) => { throw callError(error); });  // the audio's reading fails here, outside call()
     this.#audioTail = sent.catch(() => {});

@@ -3,12 +3,12 @@
 attnlab.data.speech and the woodchuck test clip: the numbers of models/speech-las.md.
 
     PYTHONPATH=python python3 -m attnlab.eval.speech --model models/weights/speech-las.q8_0.gguf [--beam 4]
-        [--ctc-weight W] [--sets an4,fsdd,ljspeech,pocketsphinx,synth,woodchuck] [--synth DIR] [--woodchuck FILE.wav]
+        [--ctc-weight W] [--lm-weight W] [--sets an4,fsdd,ljspeech,pocketsphinx,synth,woodchuck] [--synth DIR] [--woodchuck FILE.wav]
 
-Each set is one `attnlab transcribe --model F --beam N [--ctc-weight W] --json FILE...` run (AN4 as its Sphinx .mfc
+Each set is one `attnlab transcribe --model F --beam N [--ctc-weight W] [--lm-weight W] --json FILE...` run (AN4 as its Sphinx .mfc
 files, the others as their WAV/FLAC audio, decoded and featurized by the engine; without --ctc-weight the file's
 own weight). Per set, one JSON line:
-    {"model", "set", "beam", "ctc_weight", "utterances", "characters", "edits", "cer", "exact", "monotone", "seconds"}
+    {"model", "set", "beam", "ctc_weight", "lm_weight", "utterances", "characters", "edits", "cer", "exact", "monotone", "seconds"}
 and then one line with "set": "pooled": the corpus CER over every set evaluated (edits / reference characters).
 cer: corpus character error rate in percent (attnlab.eval.cer); exact: the share of utterances transcribed
 exactly, in percent (the FSDD digit target); monotone: the share, in percent, of characters (from the second of
@@ -65,10 +65,11 @@ def monotone_counts(attention):
     return sum(b >= a for a, b in zip(peaks, peaks[1:])), max(0, len(peaks) - 1)
 
 
-def transcribe(cli, model, beam, paths, chunk=200, ctc_weight=None):
+def transcribe(cli, model, beam, paths, chunk=200, ctc_weight=None, lm_weight=None):
     """The CLI's --json lines for paths, in order (several runs for long lists, to bound the argument list)."""
     out = []
     weight = [] if ctc_weight is None else ["--ctc-weight", str(ctc_weight)]
+    weight += [] if lm_weight is None else ["--lm-weight", str(lm_weight)]
     for start in range(0, len(paths), chunk):
         part = paths[start:start + chunk]
         r = subprocess.run([cli, "transcribe", "--model", model, "--beam", str(beam), *weight, "--json", *part],
@@ -83,18 +84,23 @@ def transcribe(cli, model, beam, paths, chunk=200, ctc_weight=None):
     return out
 
 
-def evaluate(cli, model, beam, name, items, ctc_weight=None):
+def the_weight(results, key):
+    """The one weight every result was decoded with (a sorted list if they differ)."""
+    weights = {r.get(key, 0.0) for r in results}
+    return round(weights.pop(), 4) if len(weights) == 1 else sorted(weights)
+
+
+def evaluate(cli, model, beam, name, items, ctc_weight=None, lm_weight=None):
     start = time.time()
-    results = transcribe(cli, model, beam, [p for p, _ in items], ctc_weight=ctc_weight)
+    results = transcribe(cli, model, beam, [p for p, _ in items], ctc_weight=ctc_weight, lm_weight=lm_weight)
     hypotheses = [r["text"] for r in results]
     references = [t for _, t in items]
-    weights = {r.get("ctc_weight", 0.0) for r in results}
     kept = compared = 0
     for r in results:
         k, c = monotone_counts(r["attention"])
         kept, compared = kept + k, compared + c
     return {"model": os.path.relpath(model, ROOT) if model.startswith(ROOT) else model, "set": name, "beam": beam,
-            "ctc_weight": round(weights.pop(), 4) if len(weights) == 1 else sorted(weights),
+            "ctc_weight": the_weight(results, "ctc_weight"), "lm_weight": the_weight(results, "lm_weight"),
             "utterances": len(items), "characters": sum(len(r) for r in references),
             "edits": sum(edit_distance(h, r) for h, r in zip(hypotheses, references)),
             "cer": round(character_error_rate(hypotheses, references), 2),
@@ -120,6 +126,8 @@ def main(argv=None):
     ap.add_argument("--beam", type=int, default=4)
     ap.add_argument("--ctc-weight", type=float, default=None,
                     help="the joint search's CTC weight, 0 (attention only)..1 (default: the file's)")
+    ap.add_argument("--lm-weight", type=float, default=None,
+                    help="the language model's weight, 0 (none)..2 (default: the file's)")
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--synth", default=data.SYNTH_ROOT, help="attnlab.data.synthesize_speech's output folder")
     ap.add_argument("--woodchuck", default=DEFAULT_WOODCHUCK)
@@ -134,7 +142,7 @@ def main(argv=None):
         if not items:
             print(f"attnlab.eval.speech: set {name} has no utterances here; skipped", file=sys.stderr)
             continue
-        row, pairs = evaluate(args.cli, args.model, args.beam, name, items, args.ctc_weight)
+        row, pairs = evaluate(args.cli, args.model, args.beam, name, items, args.ctc_weight, args.lm_weight)
         rows.append(row)
         print(json.dumps(row), flush=True)
         for h, r in pairs[:args.examples]:
@@ -144,7 +152,7 @@ def main(argv=None):
     if rows:
         characters, edits = sum(r["characters"] for r in rows), sum(r["edits"] for r in rows)
         print(json.dumps({"model": rows[0]["model"], "set": "pooled", "beam": args.beam,
-                          "ctc_weight": rows[0]["ctc_weight"], "sets": [r["set"] for r in rows],
+                          "ctc_weight": rows[0]["ctc_weight"], "lm_weight": rows[0]["lm_weight"], "sets": [r["set"] for r in rows],
                           "utterances": sum(r["utterances"] for r in rows), "characters": characters,
                           "edits": edits, "cer": round(100.0 * edits / characters, 2)}), flush=True)
 

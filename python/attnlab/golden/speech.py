@@ -32,6 +32,14 @@ Files:
       probe.logits [P, V], probe.states [P, H], probe.weights [P, S], probe.scores [P, S], probe.context [P, 2E],
       probe.location_features [P, S, K]  each step from a_0 = one-hot on frame 0 (raw logits: nothing banned)
       probe.ctc_log_probs [S, V]         log_softmax of the CTC head over the annotations
+  las-lm.gguf         the same model (f32, CTC head, ctc_weight 0.3) with a tiny character language model
+                      (attnlab.nn.char_lm, trained on LM_TEXTS: other sentences than the transcripts) and lm_weight
+  las-lm.expected.gguf   architecture "attnlab.fixture":
+      expected.lm_weight (float32), expected.utterances, expected.beam as above
+      lm.tokens int32 array, lm.log_probs [P, V], lm.states [P, H_lm]   CharLM.step fed <s> then lm.tokens[1:]
+      utterance.<i>.lm_joint_greedy_ids / .lm_joint_beam_ids   joint_search at beam 1 and 3, ctc_weight 0.3 and
+                                         the LM at lm_weight
+      utterance.<i>.lm_only_beam_ids     joint_search at beam 3 with ctc_weight 0 and the LM at lm_weight
 """
 import argparse
 import os
@@ -41,6 +49,7 @@ import torch
 
 from attnlab.gguf import speech
 from attnlab.gguf.writer import GGUFWriter
+from attnlab.nn.char_lm import CharLM, LMConfig, text_batch
 from attnlab.nn.decoding import BOS_ID, EOS_ID, beam_search
 from attnlab.nn.joint_decoding import ctc_log_probs, joint_search
 from attnlab.nn.listen_attend_spell import (AN4_FEATURE_STD, NEVER_WRITTEN, Config, ListenAttendSpell, decode_ids,
@@ -59,6 +68,13 @@ ALPHA = 1.0
 MAX_LEN_A, MAX_LEN_B = 2.0, 10    # ListenAttendSpell.greedy: 2 * S + 10
 PROBE_STEPS = 4
 CTC_WEIGHT = 0.3
+# The language model's fixture: small (not multiples of 32: its matrices stay f32 in this file anyway), trained on
+# sentences near the transcripts so that fusion changes some outputs.
+LM_SIZES = dict(emb=16, hidden=24)
+LM_TEXTS = ["yes", "no", "stop", "go", "go right", "go left", "one two", "three four", "hello", "hello there",
+            "world", "say yes", "stop now"]
+LM_WEIGHT = 0.8
+LM_PROBE = "go left"
 
 
 def random_features(rng, frames):
@@ -227,10 +243,54 @@ def write_expected(path, model, inputs):
     return summary
 
 
+def train_lm(steps, seed):
+    torch.manual_seed(seed)
+    lm = CharLM(LMConfig(dropout=0.0, **LM_SIZES))
+    opt = torch.optim.Adam(lm.parameters(), lr=1e-2)
+    inputs, targets = text_batch(LM_TEXTS)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = lm.loss(inputs, targets)
+        loss.backward()
+        opt.step()
+    return lm.eval(), float(loss)
+
+
+def write_lm_expected(path, model, lm, inputs):
+    """The LM's steps and the fused searches -> [(joint beam text, fused beam text, LM-only beam text)]."""
+    w = GGUFWriter(path, architecture="attnlab.fixture")
+    w.add_float32("expected.lm_weight", LM_WEIGHT)
+    w.add_uint32("expected.utterances", len(inputs))
+    w.add_uint32("expected.beam", BEAM)
+    fed = [BOS_ID] + encode_transcript(LM_PROBE)
+    h, log_probs, states = lm.initial(), [], []
+    for token in fed:
+        log_p, h = lm.step(h, token)
+        log_probs.append(np32(log_p))
+        states.append(np32(h[0]))
+    w.add_array("lm.tokens", fed, "int32")
+    w.add_tensor("lm.log_probs", np.stack(log_probs))
+    w.add_tensor("lm.states", np.stack(states))
+    search = dict(alpha=ALPHA, max_len_a=MAX_LEN_A, max_len_b=MAX_LEN_B, lm=lm, lm_weight=LM_WEIGHT)
+    summary = []
+    for i, (features, _) in enumerate(inputs):
+        p = f"utterance.{i}."
+        fused_greedy = joint_search(model, features, beam=1, ctc_weight=CTC_WEIGHT, **search)[0]
+        fused = joint_search(model, features, beam=BEAM, ctc_weight=CTC_WEIGHT, **search)[0]
+        lm_only = joint_search(model, features, beam=BEAM, ctc_weight=0.0, **search)[0]
+        w.add_array(p + "lm_joint_greedy_ids", fused_greedy, "int32")
+        w.add_array(p + "lm_joint_beam_ids", fused, "int32")
+        w.add_array(p + "lm_only_beam_ids", lm_only, "int32")
+        summary.append((decode_ids(fused), decode_ids(lm_only)))
+    w.write()
+    return summary
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(FIXTURES, "speech"))
     ap.add_argument("--steps", type=int, default=300, help="training steps")
+    ap.add_argument("--lm-steps", type=int, default=150, help="the language model's training steps")
     ap.add_argument("--seed", type=int, default=2100)
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -253,12 +313,19 @@ def main(argv=None):
                 joint_search(model, features, beam=BEAM, ctc_weight=CTC_WEIGHT)[0]), "speech.load's CTC head disagrees"
     expected = os.path.join(args.out, "las.expected.gguf")
     summary = write_expected(expected, model, trained + unseen)
+    lm, lm_loss = train_lm(args.lm_steps, args.seed)
+    lm_path = os.path.join(args.out, "las-lm.gguf")
+    speech.write(checkpoint, "f32", lm_path, name="speech-las-lm-fixture", ctc_weight=CTC_WEIGHT, lm=lm,
+                 lm_weight=LM_WEIGHT)
+    with_lm = speech.load(lm_path)
+    assert with_lm.lm is not None and abs(with_lm.lm_weight - LM_WEIGHT) < 1e-6, "the LM not stored"
+    lm_summary = write_lm_expected(os.path.join(args.out, "las-lm.expected.gguf"), model, with_lm.lm, trained + unseen)
     sizes = {name: os.path.getsize(os.path.join(args.out, name)) for name in sorted(os.listdir(args.out))}
-    print(f"loss {final_loss:.3f}; tensors f32 {counts}, q8_0 {q8_counts}; "
+    print(f"loss {final_loss:.3f}, LM loss {lm_loss:.3f}; tensors f32 {counts}, q8_0 {q8_counts}; "
           + ", ".join(f"{name} {size / 1e3:.0f} KB" for name, size in sizes.items()))
-    for transcript, greedy, best, joint, ctc, ended in summary:
+    for (transcript, greedy, best, joint, ctc, ended), (fused, lm_only) in zip(summary, lm_summary):
         print(f"    {'EOS' if ended else 'MAX'} {transcript!r:18} greedy {greedy!r:18} beam {best!r:18} "
-              f"joint {joint!r:18} ctc {ctc!r}")
+              f"joint {joint!r:18} ctc {ctc!r:18} +LM {fused!r:18} LM, no CTC {lm_only!r}")
 
 
 if __name__ == "__main__":

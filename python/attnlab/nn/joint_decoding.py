@@ -23,6 +23,9 @@ The search is attnlab.nn.decoding.beam_search's for one utterance (top 2K candid
 limit finishes a hypothesis with score / len^alpha, len counting EOS; stop at K finished or at the limit; the best
 finished wins) with the joint score in place of sum log p_att; K = 1 is the CTC-aware greedy search (each step's
 best joint candidate). Scores are float64 here and double in the engine.
+
+Shallow fusion: with a character language model (attnlab.nn.char_lm) and weight beta > 0, each step's increment
+also gains beta * log p_lm(c | g) (EOS: the LM's </s>), the LM carried per hypothesis like the CTC variables.
 """
 from __future__ import annotations
 
@@ -75,11 +78,16 @@ def ctc_log_probs(model, h):
 
 
 @torch.no_grad()
-def joint_search(model, feats, beam=4, ctc_weight=0.3, alpha=1.0, max_len_a=2.0, max_len_b=10):
+def joint_search(model, feats, beam=4, ctc_weight=0.3, alpha=1.0, max_len_a=2.0, max_len_b=10, lm=None,
+                 lm_weight=0.0):
     """One utterance: raw MFCCs feats [T, 13] -> (ids without BOS/EOS, attention rows [L][S], finished).
-    ctc_weight 0 is plain attention scoring (the same search as attnlab.nn.decoding.beam_search)."""
+    ctc_weight 0 and lm_weight 0 is plain attention scoring (the same search as attnlab.nn.decoding.beam_search);
+    lm_weight > 0 needs lm (a CharLM)."""
     if not 0.0 <= ctc_weight <= 1.0:
         raise ValueError(f"ctc_weight must be in [0, 1], got {ctc_weight}")
+    if lm_weight < 0 or (lm_weight > 0 and lm is None):
+        raise ValueError(f"lm_weight must be >= 0 (> 0 needs an lm), got {lm_weight}")
+    beta = float(lm_weight)
     x = torch.as_tensor(feats, dtype=torch.float32)[None]
     lengths = torch.tensor([x.size(1)])
     h, S_len, s0 = model.listen(x, lengths)
@@ -91,12 +99,14 @@ def joint_search(model, feats, beam=4, ctc_weight=0.3, alpha=1.0, max_len_a=2.0,
     max_len = int(max_len_a * S + max_len_b)
     K = beam
 
-    # A live hypothesis: (joint score, s, a, last token, ids, attention rows, ctc state (r_n, r_b, psi) or None)
-    live = [(0.0, s0, model.first_weights(mask), BOS_ID, [], [], ctc.initial() if ctc else None)]
+    # A live hypothesis: (joint score, s, a, last token, ids, attention rows, ctc state (r_n, r_b, psi) or None,
+    # lm state (log p_lm(next) [V], h) or None)
+    live = [(0.0, s0, model.first_weights(mask), BOS_ID, [], [], ctc.initial() if ctc else None,
+             lm.step(lm.initial(), BOS_ID) if beta > 0 else None)]
     finished = []
     for step in range(max_len):
         candidates, expanded = [], []
-        for b, (joint, s, a, last, ids, rows, ctc_state) in enumerate(live):
+        for b, (joint, s, a, last, ids, rows, ctc_state, lm_here) in enumerate(live):
             logits, s_next, a_next, _ = model.step(h, keys, mask, s, a, torch.tensor([last]))
             logits[:, list(NEVER_WRITTEN)] = float("-inf")
             att = torch.log_softmax(logits[0], dim=-1).double().numpy()
@@ -109,7 +119,10 @@ def joint_search(model, feats, beam=4, ctc_weight=0.3, alpha=1.0, max_len_a=2.0,
                 gain[np.isneginf(att)] = NEG_INF
             else:
                 prefix = new_n = new_b = None
-                gain = att
+                gain = att.copy()
+            if lm_here:
+                gain = gain + beta * lm_here[0].double().numpy()
+                gain[np.isneginf(att)] = NEG_INF
             expanded.append((s_next, a_next, prefix, new_n, new_b))
             for v in range(len(gain)):
                 candidates.append((joint + float(gain[v]), b, v))
@@ -119,7 +132,7 @@ def joint_search(model, feats, beam=4, ctc_weight=0.3, alpha=1.0, max_len_a=2.0,
         for score, b, v in candidates[:2 * K]:
             if score == NEG_INF:
                 break
-            _, _, _, _, ids, rows, _ = live[b]
+            _, _, _, _, ids, rows, _, lm_here = live[b]
             s_next, a_next, prefix, new_n, new_b = expanded[b]
             if v == EOS_ID or last_step:
                 if len(finished) < K:
@@ -130,7 +143,9 @@ def joint_search(model, feats, beam=4, ctc_weight=0.3, alpha=1.0, max_len_a=2.0,
                     finished.append((score / float(step + 1) ** alpha, out_ids, out_rows, v == EOS_ID))
             else:
                 ctc_state = (new_n[v], new_b[v], float(prefix[v])) if ctc else None
-                next_live.append((score, s_next, a_next, v, ids + [v], rows + [a_next[0, :S].clone()], ctc_state))
+                lm_next = lm.step(lm_here[1], v) if lm_here else None
+                next_live.append((score, s_next, a_next, v, ids + [v], rows + [a_next[0, :S].clone()], ctc_state,
+                                  lm_next))
             if len(next_live) == K:
                 break
         if len(finished) >= K or last_step or not next_live:

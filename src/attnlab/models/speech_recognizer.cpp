@@ -86,6 +86,18 @@ SpeechRecognizer load_speech_recognizer(const gguf::File& file) {
               "the speech model's ctc_weight must be between 0 and 1, got " + std::to_string(model.ctc_weight));
         check(model.pad >= 0, "the speech model has a CTC head but no '<pad>' entry, its blank");
     }
+    model.has_lm = file.has_tensor("lm.out.weight");
+    if (model.has_lm) {
+        c.lm_embedding = metadata_size(file, p + "lm_embedding_size");
+        c.lm_hidden = metadata_size(file, p + "lm_hidden_size");
+        model.lm_embedding = nn::load_linear_tensors(file, "lm.embed.weight", "", c.lm_embedding, c.vocab);
+        model.lm_gru = nn::load_gru_cell(file, "lm.gru", c.lm_embedding, c.lm_hidden, "_l0");
+        model.lm_output = nn::load_linear(file, "lm.out", c.lm_hidden, c.vocab);
+        model.lm_weight = file.has(p + "lm_weight") ? file.get_f32(p + "lm_weight") : 0.0f;
+        check(model.lm_weight >= 0.0f && model.lm_weight <= kMaxSpeechLmWeight,
+              "the speech model's lm_weight must be between 0 and " + std::to_string(kMaxSpeechLmWeight) + ", got " +
+                  std::to_string(model.lm_weight));
+    }
     return model;
 }
 
@@ -166,6 +178,16 @@ void speech_step(const SpeechRecognizer& model, const SpeechEncoded& encoded, in
     out.context.assign(attention.context.begin(), attention.context.end());
 }
 
+void speech_lm_step(const SpeechRecognizer& model, int32_t token, const float* state, float* next_state,
+                    float* log_probabilities) {
+    check(model.has_lm, "speech_lm_step: the model has no language model");
+    std::vector<float> embedded(static_cast<std::size_t>(model.config.lm_embedding));
+    embedding_row(model.lm_embedding, token, embedded.data());
+    nn::gru_step(model.lm_gru, embedded.data(), state, next_state);
+    nn::linear(model.lm_output, next_state, 1, log_probabilities);
+    kernels::log_softmax_rows(1, model.config.vocab, log_probabilities, model.config.vocab);
+}
+
 decode::StatePtr SpeechDecoder::initial_state() const {
     auto state = std::make_shared<SpeechState>();
     state->s = encoded_.initial_state;
@@ -209,6 +231,17 @@ float speech_ctc_weight(const SpeechRecognizer& model, float requested) {
           ErrorKind::options);
     check(requested == 0.0f || model.has_ctc,
           "this speech model has no CTC head: it decodes with attention only (ctc weight 0)", ErrorKind::options);
+    return requested;
+}
+
+float speech_lm_weight(const SpeechRecognizer& model, float requested) {
+    if (requested == -1.0f) return model.lm_weight;
+    check(requested >= 0.0f && requested <= kMaxSpeechLmWeight,
+          "lm weight must be between 0 and " + format_weight(kMaxSpeechLmWeight) + " (or -1 for the model's), got " +
+              format_weight(requested),
+          ErrorKind::options);
+    check(requested == 0.0f || model.has_lm,
+          "this speech model has no language model: it decodes without one (lm weight 0)", ErrorKind::options);
     return requested;
 }
 
@@ -262,28 +295,53 @@ void extend_ctc_prefix(const Matrix& log_probabilities, int blank, const CtcPref
     }
 }
 
+// The language model's state after a prefix: g [lm_hidden] and log p_lm(next character) [V].
+struct LmPrefix {
+    std::vector<float> state, log_probabilities;
+};
+
+std::shared_ptr<const LmPrefix> extend_lm_prefix(const SpeechRecognizer& model, const LmPrefix* prefix, int32_t token) {
+    auto next = std::make_shared<LmPrefix>();
+    next->state.resize(static_cast<std::size_t>(model.config.lm_hidden));
+    next->log_probabilities.resize(static_cast<std::size_t>(model.config.vocab));
+    const std::vector<float> zeros(prefix ? 0 : static_cast<std::size_t>(model.config.lm_hidden), 0.0f);
+    speech_lm_step(model, token, prefix ? prefix->state.data() : zeros.data(), next->state.data(),
+                   next->log_probabilities.data());
+    return next;
+}
+
 // The joint search's ranking (decode::BeamSearch's scorer): a candidate's score is
-//   (1 − λ) Σ log p_att + λ log p_ctc(prefix)
-// in double, from the CTC forward variables each live row's prefix keeps.
+//   (1 − λ) Σ log p_att + λ log p_ctc(prefix) + β Σ log p_lm
+// in double, from the CTC forward variables and the LM state each live row's prefix keeps (each only where its
+// weight is > 0).
 class JointScorer {
 public:
     using Score = double;
 
-    JointScorer(const SpeechRecognizer& model, const SpeechEncoded& encoded, float ctc_weight)
+    JointScorer(const SpeechRecognizer& model, const SpeechEncoded& encoded, float ctc_weight, float lm_weight)
         : model_(model), ctc_(encoded.ctc_log_probabilities), frames_(rows(encoded.ctc_log_probabilities)),
-          lambda_(ctc_weight), attention_share_(1.0 - lambda_), extend_(static_cast<std::size_t>(model.config.vocab)) {
+          lambda_(ctc_weight), attention_share_(1.0 - lambda_), beta_(lm_weight),
+          extend_(static_cast<std::size_t>(model.config.vocab)) {
         auto empty = std::make_shared<CtcPrefix>();
-        empty->ending_in_label.assign(static_cast<std::size_t>(frames_), kNoPath);
-        empty->ending_in_blank.resize(static_cast<std::size_t>(frames_));
-        double blanks_so_far = 0.0;
-        for (int t = 0; t < frames_; ++t) {
-            blanks_so_far += ctc_(t, model.pad);
-            empty->ending_in_blank[t] = blanks_so_far;
+        if (lambda_ > 0.0) {
+            empty->ending_in_label.assign(static_cast<std::size_t>(frames_), kNoPath);
+            empty->ending_in_blank.resize(static_cast<std::size_t>(frames_));
+            double blanks_so_far = 0.0;
+            for (int t = 0; t < frames_; ++t) {
+                blanks_so_far += ctc_(t, model.pad);
+                empty->ending_in_blank[t] = blanks_so_far;
+            }
         }
-        rows_.push_back({std::move(empty), 0, -1});
+        rows_.push_back({std::move(empty), beta_ > 0.0 ? extend_lm_prefix(model, nullptr, model.bos) : nullptr, 0, -1});
     }
 
     void score_row(int row, double row_score, const float* log_p, int vocab, double* scores) {
+        if (lambda_ == 0.0) {
+            const float* lm = rows_[static_cast<std::size_t>(row)].lm->log_probabilities.data();
+            for (int v = 0; v < vocab; ++v)
+                scores[v] = std::isfinite(log_p[v]) ? row_score + (log_p[v] + beta_ * lm[v]) : kNoPath;
+            return;
+        }
         const int S = frames_;
         if (prefix_scores_.size() < rows_.size()) {
             prefix_scores_.resize(rows_.size());
@@ -301,10 +359,13 @@ public:
         // EOS: the CTC probability of the whole sequence.
         prefix_scores[static_cast<std::size_t>(model_.eos)] =
             S > 0 ? log_add(prefix.ctc->ending_in_label[S - 1], prefix.ctc->ending_in_blank[S - 1]) : kNoPath;
+        const float* lm = beta_ > 0.0 ? prefix.lm->log_probabilities.data() : nullptr;
         for (int v = 0; v < vocab; ++v) {
-            const double gain = std::isfinite(log_p[v]) ? attention_share_ * log_p[v] +
-                                                              lambda_ * (prefix_scores[v] - prefix.ctc->score)
-                                                        : kNoPath;
+            double gain = kNoPath;
+            if (std::isfinite(log_p[v])) {
+                gain = attention_share_ * log_p[v] + lambda_ * (prefix_scores[v] - prefix.ctc->score);
+                if (lm) gain += beta_ * lm[v];
+            }
             scores[v] = row_score + gain;
         }
     }
@@ -316,12 +377,15 @@ public:
             const std::size_t parent = static_cast<std::size_t>(parents[i]);
             const int32_t token = tokens[i];
             auto ctc = std::make_shared<CtcPrefix>();
-            const auto label_row = labels_[parent].begin() + static_cast<std::ptrdiff_t>(token) * S;
-            const auto blank_row = blanks_[parent].begin() + static_cast<std::ptrdiff_t>(token) * S;
-            ctc->ending_in_label.assign(label_row, label_row + S);
-            ctc->ending_in_blank.assign(blank_row, blank_row + S);
-            ctc->score = prefix_scores_[parent][static_cast<std::size_t>(token)];
-            next_rows_.push_back({std::move(ctc), rows_[parent].length + 1, token});
+            if (lambda_ > 0.0) {
+                const auto label_row = labels_[parent].begin() + static_cast<std::ptrdiff_t>(token) * S;
+                const auto blank_row = blanks_[parent].begin() + static_cast<std::ptrdiff_t>(token) * S;
+                ctc->ending_in_label.assign(label_row, label_row + S);
+                ctc->ending_in_blank.assign(blank_row, blank_row + S);
+                ctc->score = prefix_scores_[parent][static_cast<std::size_t>(token)];
+            }
+            auto lm = beta_ > 0.0 ? extend_lm_prefix(model_, rows_[parent].lm.get(), token) : nullptr;
+            next_rows_.push_back({std::move(ctc), std::move(lm), rows_[parent].length + 1, token});
         }
         rows_.swap(next_rows_);
     }
@@ -329,13 +393,14 @@ public:
 private:
     struct Row {
         std::shared_ptr<const CtcPrefix> ctc;
+        std::shared_ptr<const LmPrefix> lm;  // null where β = 0
         int length;    // the prefix's characters
         int32_t last;  // its last one (-1: none)
     };
     const SpeechRecognizer& model_;
     const Matrix& ctc_;  // [S, V] log p
     int frames_;         // S
-    double lambda_, attention_share_;
+    double lambda_, attention_share_, beta_;
     std::vector<Row> rows_, next_rows_;
     // This step's, per row: prefix_scores [V] and the extensions' forward variables [V × S].
     std::vector<std::vector<double>> prefix_scores_, labels_, blanks_;
@@ -345,18 +410,23 @@ private:
 }  // namespace
 
 decode::Hypothesis joint_search(const SpeechRecognizer& model, const SpeechEncoded& encoded,
-                                const decode::SearchOptions& options, float ctc_weight) {
-    check(model.has_ctc && encoded.ctc_log_probabilities.size() > 0, "joint_search: the model has no CTC head");
-    check(ctc_weight > 0.0f && ctc_weight <= 1.0f, "joint_search: the CTC weight must be in (0, 1]");
+                                const decode::SearchOptions& options, float ctc_weight, float lm_weight) {
+    check(ctc_weight >= 0.0f && ctc_weight <= 1.0f, "joint_search: the CTC weight must be in [0, 1]");
+    check(lm_weight >= 0.0f && lm_weight <= kMaxSpeechLmWeight, "joint_search: the LM weight must be in [0, " +
+                                                                     format_weight(kMaxSpeechLmWeight) + "]");
+    check(ctc_weight > 0.0f || lm_weight > 0.0f, "joint_search: the CTC weight or the LM weight must be > 0");
+    check(ctc_weight == 0.0f || (model.has_ctc && encoded.ctc_log_probabilities.size() > 0),
+          "joint_search: the model has no CTC head");
+    check(lm_weight == 0.0f || model.has_lm, "joint_search: the model has no language model");
     const SpeechDecoder decoder(model, encoded);
-    return decode::beam_search_scored(decoder, options, JointScorer(model, encoded, ctc_weight));
+    return decode::beam_search_scored(decoder, options, JointScorer(model, encoded, ctc_weight, lm_weight));
 }
 
 decode::Hypothesis recognize(const SpeechRecognizer& model, const SpeechEncoded& encoded, int beam, float ctc_weight,
-                             bool record_tree) {
+                             bool record_tree, float lm_weight) {
     decode::SearchOptions options = speech_search_options(beam);
     options.record_tree = record_tree;
-    if (ctc_weight > 0.0f) return joint_search(model, encoded, options, ctc_weight);
+    if (ctc_weight > 0.0f || lm_weight > 0.0f) return joint_search(model, encoded, options, ctc_weight, lm_weight);
     const SpeechDecoder decoder(model, encoded);
     return decode::search(decoder, options);
 }

@@ -15,6 +15,9 @@
 //   CTC head:  z_j = log_softmax(W_ctc h_j + b_ctc) [S, V] (blank = <pad>), optional in the file: joint_search
 //              scores hypotheses by (1 − λ) log p_att + λ log p_ctc(prefix) (python/attnlab/nn/joint_decoding.py
 //              has the recursion); a file without it decodes with attention alone.
+//   LM:        a character language model (python/attnlab/nn/char_lm.py), optional in the file: g_0 = 0,
+//              g_i = GRU(E_lm[y_{i-1}], g_{i-1}) (y_0 = <s>), log p_lm(y_i | y_<i) = log_softmax(W_lm g_i + b_lm);
+//              the search adds β log p_lm to each candidate (shallow fusion).
 #include <array>
 #include <cstdint>
 #include <string>
@@ -40,6 +43,8 @@ constexpr float kSpeechMaxLengthRatio = 2.0f;
 constexpr int kSpeechMaxLengthExtra = 10;
 // The joint search's CTC weight λ for a file that has the head but no attnlab.las.ctc_weight (the training default).
 constexpr float kDefaultSpeechCtcWeight = 0.3f;
+// The largest language-model weight β a search accepts: beyond it the LM, not the audio, writes the text.
+constexpr float kMaxSpeechLmWeight = 2.0f;
 
 struct SpeechRecognizerConfig {
     int feature_size = 0;      // MFCCs per input frame (13)
@@ -52,6 +57,8 @@ struct SpeechRecognizerConfig {
     int vocab = 0;             // V: the characters, specials included
     int frame_rate = 0;        // input frames per second (100)
     int time_reduction = 0;    // input frames per annotation (4: two pair-stacking layers)
+    int lm_embedding = 0;      // the language model's character embedding (0: the file has no LM)
+    int lm_hidden = 0;         // its GRU's hidden size
 };
 
 struct SpeechRecognizer {
@@ -67,6 +74,11 @@ struct SpeechRecognizer {
     bool has_ctc = false;                                   // the file holds the CTC head
     nn::Linear ctc;                                         // [V, 2E] + b [V]: the CTC head (when has_ctc)
     float ctc_weight = 0.0f;                                // λ the file decodes with (0 without the head)
+    bool has_lm = false;                                    // the file holds the character language model
+    nn::Linear lm_embedding;                                // [V, lm_embedding] as a table
+    nn::GRUCell lm_gru;                                     // input lm_embedding, hidden lm_hidden
+    nn::Linear lm_output;                                   // [V, lm_hidden] + b [V]
+    float lm_weight = 0.0f;                                 // β the file decodes with (0 without the LM)
     std::vector<std::string> characters;                    // [V]: id -> "<pad>", "<unk>", "<s>", "</s>", " ", "'", "a".."z"
     int pad = -1, unk = -1, bos = -1, eos = -1;             // ids of the special entries (pad/unk: -1 if absent)
     std::vector<int32_t> never_written;                     // pad, unk, bos: the speller may end but never writes them
@@ -125,22 +137,34 @@ decode::SearchOptions speech_search_options(int beam = 1);
 // Throws attnlab::Error (options) for anything else (NaN included), or > 0 on a model without the CTC head.
 float speech_ctc_weight(const SpeechRecognizer& model, float requested);
 
+// One language-model step: token y_{i-1}, g_{i-1} [lm_hidden] -> g_i [lm_hidden] (may not alias g_{i-1}) and
+// log p_lm(y_i | ...) [V]. The model must have the LM.
+void speech_lm_step(const SpeechRecognizer& model, int32_t token, const float* state, float* next_state,
+                    float* log_probabilities);
+
+// The LM weight a transcription decodes with: `requested` in [0, kMaxSpeechLmWeight], or the file's
+// (model.lm_weight) for -1. Throws attnlab::Error (options) for anything else (NaN included), or > 0 on a model
+// without the LM.
+float speech_lm_weight(const SpeechRecognizer& model, float requested);
+
 // Joint CTC/attention beam search (Watanabe et al. 2017) over one encoded utterance: decode::beam_search's own
 // batched search over SpeechDecoder (decode::beam_search_scored: top 2K candidates a step; EOS or the length limit
 // finishes; score / length^length_penalty; K finished or the limit stop it; the best finished wins) with each
 // candidate ranked by the joint score
-//   (1 − λ) Σ log p_att + λ log p_ctc(prefix)     (EOS: the CTC probability of the whole sequence)
-// in double. beam 1 is the CTC-aware greedy search. λ in (0, 1]; the model must have the head. The result's
-// log_probability is the attention's Σ log p (EOS included), its score the normalized joint score.
+//   (1 − λ) Σ log p_att + λ log p_ctc(prefix) + β Σ log p_lm     (EOS: the CTC probability of the whole sequence,
+//                                                                  the LM's of </s>)
+// in double. beam 1 is the CTC-aware greedy search. λ in [0, 1] (> 0: the model must have the head), β in
+// [0, kMaxSpeechLmWeight] (> 0: the model must have the LM), not both 0. The result's log_probability is the
+// attention's Σ log p (EOS included), its score the normalized joint score.
 // Every decode::SearchOptions field applies as in beam_search (validate(), no_repeat_ngram, record_tree) except
 // `batched`: it always runs the batched search.
 decode::Hypothesis joint_search(const SpeechRecognizer& model, const SpeechEncoded& encoded,
-                                const decode::SearchOptions& options, float ctc_weight);
+                                const decode::SearchOptions& options, float ctc_weight, float lm_weight = 0.0f);
 
-// What a transcription decodes with: λ = 0 is decode::search over SpeechDecoder (attention only, greedy at beam 1),
-// λ > 0 joint_search; options as speech_search_options(beam), with record_tree (the result's tree) as asked.
+// What a transcription decodes with: λ = β = 0 is decode::search over SpeechDecoder (attention only, greedy at
+// beam 1), else joint_search; options as speech_search_options(beam), with record_tree (the result's tree) as asked.
 decode::Hypothesis recognize(const SpeechRecognizer& model, const SpeechEncoded& encoded, int beam, float ctc_weight,
-                             bool record_tree = false);
+                             bool record_tree = false, float lm_weight = 0.0f);
 
 // ids -> the characters they stand for, joined; special ids are skipped.
 std::string spell(const SpeechRecognizer& model, const std::vector<int32_t>& ids);
