@@ -3,6 +3,9 @@
 # their parity with PyTorch, and scores both through the engine on every dev set (the numbers of models/speech-las.md):
 #   bash models/ship_speech.sh [CHECKPOINT] [BEAM]   default $ATTNLAB_CKPT/speech-las/best.pt (ATTNLAB_CKPT: /work/ckpt, as in train_queue.sh), beam 4
 # The files keep the CTC head, with the joint search's weight ATTNLAB_CTC_WEIGHT (default: the training loss's, 0.3).
+# With ATTNLAB_LM=CHECKPOINT (attnlab.train.char_lm's best.pt) they also hold that character language model, which
+# the search adds with weight ATTNLAB_LM_WEIGHT (default attnlab.gguf.speech.DEFAULT_LM_WEIGHT); the q8_0 file is then
+# also scored without it (--lm-weight 0).
 # writes models/weights/speech-las.{f16,q8_0}.gguf and appends attnlab.eval.speech's JSON lines (each file at its own
 # CTC weight; the q8_0 file also with --ctc-weight 0, attention alone, and at beam 1) to
 # build/eval/speech-las.jsonl and refreshes the manifest entries speech-las (q8_0) and speech-las-f16. Needs the
@@ -20,7 +23,8 @@ mkdir -p build/eval
 for dtype in f16 q8_0; do
   out=models/weights/speech-las.$dtype.gguf
   $python -m attnlab.export speech --checkpoint "$checkpoint" --dtype $dtype --out "$out" \
-    ${ATTNLAB_CTC_WEIGHT:+--ctc-weight "$ATTNLAB_CTC_WEIGHT"}
+    ${ATTNLAB_CTC_WEIGHT:+--ctc-weight "$ATTNLAB_CTC_WEIGHT"} ${ATTNLAB_LM:+--lm "$ATTNLAB_LM"} \
+    ${ATTNLAB_LM_WEIGHT:+--lm-weight "$ATTNLAB_LM_WEIGHT"}
   size=$(stat -c %s "$out")
   [ "$size" -le "$max_bytes" ] || { echo "ship_speech: $out is $size bytes, over the 25 MB limit" >&2; exit 1; }
 done
@@ -35,3 +39,6 @@ done
 q8=models/weights/speech-las.q8_0.gguf
 $python -m attnlab.eval.speech --model $q8 --beam "$beam" --ctc-weight 0 --synth "$synth" | tee -a build/eval/speech-las.jsonl
 $python -m attnlab.eval.speech --model $q8 --beam 1 --synth "$synth" | tee -a build/eval/speech-las.jsonl
+if [ -n "${ATTNLAB_LM:-}" ]; then
+  $python -m attnlab.eval.speech --model $q8 --beam "$beam" --lm-weight 0 --synth "$synth" | tee -a build/eval/speech-las.jsonl
+fi

@@ -143,6 +143,8 @@ jobs=(
   # at 1e-4 after 30 steps, dropout 0.25 (the size's), the rate annealed every epoch but not halved on the greedy
   # dev CER (which loops on long clips make noisy), batches of <= 40,000 frames.
   "speech-las|-m attnlab.train.speech --features $ckpt/speech/features $(speech_las 20 20 "--dropout 0.25 --lr 1e-4 --warmup 30 --real-repeat 3 --synth-share 0.2 --max-frames 40000 --epoch-decay 0.85 --lr-decay 1.0 --patience 20")"
+  # Its character language model (shallow fusion; models/speech-las.md): text only, about 4 minutes an epoch.
+  "speech-lm|-m attnlab.train.char_lm --synth $ckpt/speech/synth --epochs 8"
 )
 
 wanted=("$@")
@@ -164,7 +166,7 @@ for job in "${jobs[@]}"; do
   case "$name" in
     features*) nice -n 19 $python $command --threads "$threads" >> "$ckpt/$name.out" 2>&1 ;;
     speech-synth|speech-features) nice -n 19 $python $command --jobs "$threads" >> "$ckpt/$name.out" 2>&1 ;;
-    speech-las) OPENBLAS_NUM_THREADS=1 nice -n 19 $python $command --threads "$threads" --out "$ckpt/$name" >> "$ckpt/$name.out" 2>&1 ;;
+    speech-las|speech-lm) OPENBLAS_NUM_THREADS=1 nice -n 19 $python $command --threads "$threads" --out "$ckpt/$name" >> "$ckpt/$name.out" 2>&1 ;;
     *) nice -n 19 $python $command --threads "$threads" --out "$ckpt/$name" >> "$ckpt/$name.out" 2>&1 ;;
   esac
   echo "$(date '+%F %T') queue: $name exited with $?"

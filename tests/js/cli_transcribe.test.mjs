@@ -133,3 +133,38 @@ test('transcribe --ctc-weight: the file\'s weight by default, an explicit one is
   assert.equal(translate.status, 1);
   assert.match(translate.stderr, /translate takes no --ctc-weight/);
 });
+
+test('transcribe --lm-weight: the file\'s weight by default, 0 leaves the language model out, bad values are refused', () => {
+  const withLm = join(root, 'tests/fixtures/speech/las-lm.gguf');
+  const files = [audio('speech.wav'), audio('synth_16k_pcm16.wav')];
+  const byWeight = (flags, file = withLm) => {
+    const r = run(['transcribe', '--model', file, '--json', '--beam', '3', ...flags, ...files]);
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout.trim().split('\n').map((line) => JSON.parse(line));
+  };
+  const fixtureWeight = Number(Math.fround(0.8).toPrecision(12));   // the fixture's attnlab.las.lm_weight (float32)
+  const byDefault = byWeight([]);
+  assert.deepEqual(byDefault.map((t) => t.lm_weight), [fixtureWeight, fixtureWeight]);
+  assert.deepEqual(byWeight(['--lm-weight', '-1']), byDefault);
+  // Without the LM's share the file transcribes as the same recognizer without one does.
+  const none = byWeight(['--lm-weight', '0']);
+  assert.deepEqual(none.map((t) => t.lm_weight), [0, 0]);
+  assert.deepEqual(none.map((t) => t.text), byWeight([], model).map((t) => t.text));
+  // The fixture's LM was trained on other sentences, and its share changes what these files say.
+  assert.notDeepEqual(byDefault.map((t) => t.text), none.map((t) => t.text));
+  assert.deepEqual(byWeight([], model).map((t) => t.lm_weight), [0, 0]);
+  assert.deepEqual(byWeight(['--lm-weight', '2']).map((t) => t.lm_weight), [2, 2]);
+  for (const [bad, message] of [['x', /--lm-weight needs a number from 0 to 2 \(or -1, the model's\), got 'x'/],
+                                ['inf', /--lm-weight needs a number .* got 'inf'/],
+                                ['2.5', /lm weight must be between 0 and 2 \(or -1 for the model's\), got 2\.5$/m]]) {
+    const r = run(['transcribe', '--model', withLm, '--lm-weight', bad, audio('speech.wav')]);
+    assert.equal(r.status, 1, bad);
+    assert.match(r.stderr, message, bad);
+  }
+  const without = run(['transcribe', '--model', model, '--lm-weight', '0.3', audio('speech.wav')]);
+  assert.equal(without.status, 1);
+  assert.match(without.stderr, /this speech model has no language model/);
+  const translate = run(['translate', '--model', join(root, 'tests/fixtures/rnn/additive.gguf'), '--lm-weight', '0.3', 'hi']);
+  assert.equal(translate.status, 1);
+  assert.match(translate.stderr, /translate takes no --lm-weight/);
+});

@@ -2,6 +2,7 @@
 // Uint8Array, ArrayBuffer and Blob, and on their samples as a Float32Array, gives the native CLI's transcript,
 // characters and attention for the same file; the result's shape (attention [characters x frames], spectrogram
 // [frames x 40], times); the CTC weight (the file's by default, 0: attention alone, the CLI's transcript for each);
+// the language-model weight on the fixture that has one (the same);
 // terminate() during a Blob read; and every bad input is refused with its own `attnlab:` message while the model
 // stays usable.
 import { test, before, after } from 'node:test';
@@ -220,6 +221,41 @@ test('terminate() while a Blob is still being read: the call rejects as CLOSED, 
   const error = await call.catch((e) => e);
   assert.equal(error.code, 'ATTNLAB_CLOSED', error.message);
   assert.equal(error.message, 'attnlab: the model was terminated');
+});
+
+test('lmWeight: the file\'s own by default, 0 leaves the language model out, each gives the CLI\'s transcript for it', async () => {
+  const fixture = join(root, 'tests/fixtures/speech/las-lm.gguf');
+  const files = ['tests/fixtures/audio/speech.wav', 'tests/fixtures/audio/synth_16k_pcm16.wav'].map((f) => join(root, f));
+  const withLm = await loadModel(fixture);
+  try {
+    for (const weight of [undefined, 0, 2]) {
+      const flags = ['--beam', '3', ...(weight === undefined ? [] : ['--lm-weight', String(weight)])];
+      const expected = cliTranscribeWith(files, flags, fixture);
+      for (const [k, file] of files.entries()) {
+        const options = weight === undefined ? { beam: 3 } : { beam: 3, lmWeight: weight };
+        const got = await withLm.transcribe(new Uint8Array(readFileSync(file)), options);
+        assertSameAsCli(got, expected[k], `${file.slice(root.length)}, lmWeight ${weight}`);
+        assert.ok(Math.abs(got.lmWeight - expected[k].lm_weight) < 1e-9, `${file.slice(root.length)}: the CLI's weight`);
+      }
+    }
+    for (const bad of [2.5, -0.5, Number.NaN, '0.3', null]) {
+      const error = await withLm.transcribe(firstFileBytes(), { lmWeight: bad }).catch((e) => e);
+      assert.equal(error.code, 'ATTNLAB_BAD_OPTIONS', String(bad));
+      assert.match(error.message, /^attnlab: lmWeight must be a number from 0 to 2 \(or -1, the model's\), got /);
+    }
+  } finally {
+    await withLm.dispose();
+  }
+  // A file without a language model decodes without one and refuses a positive weight as a bad option.
+  const without = await loadModel(join(root, 'tests/fixtures/speech/las.gguf'));
+  try {
+    assert.equal((await without.transcribe(firstFileBytes())).lmWeight, 0);
+    const error = await without.transcribe(firstFileBytes(), { lmWeight: 0.3 }).catch((e) => e);
+    assert.equal(error.code, 'ATTNLAB_BAD_OPTIONS');
+    assert.match(error.message, /^attnlab: this speech model has no language model/);
+  } finally {
+    await without.dispose();
+  }
 });
 
 function cliTranscribeWith(files, flags, path = modelPath) {

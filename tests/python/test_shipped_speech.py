@@ -2,9 +2,9 @@
 loaded back into attnlab.nn.listen_attend_spell (attnlab.gguf.speech.load: f16 and q8_0 weights dequantized as the
 engine reads them) and decoded greedily from the Python front end's features of the Speech tab's sample clips
 (web/app/samples/speech, committed, so no data is needed); the engine (build/native/attnlab transcribe --json
---ctc-weight 0) must give the f16 file's characters exactly and its attention rows within 1e-3. With the file's CTC
-head, the engine's joint CTC/attention search (its default weight, beam 1 and 4) must give the characters of the
-Python twin, attnlab.nn.joint_decoding.joint_search. The q8_0 file's engine output is then
+--ctc-weight 0 --lm-weight 0) must give the f16 file's characters exactly and its attention rows within 1e-3. With
+the file's CTC head (and its language model, if it has one), the engine's joint search (the file's weights, beam 1
+and 4) must give the characters of the Python twin, attnlab.nn.joint_decoding.joint_search. The q8_0 file's engine output is then
 held to the f16 file's: the int8 matrix-vector products (which PyTorch does not model) may flip a near tie, and
 after one flipped character an interim model's transcript wanders off, so all but one clip must match exactly
 and every clip's first 10 characters must (measured with the shipped files: all three clips identical).
@@ -73,7 +73,7 @@ class ShippedSpeechParity(unittest.TestCase):
         self.assertGreaterEqual(len(paths), 3)
         for model_path in shipped("f16"):
             model = speech.load(model_path)
-            for path, out in zip(paths, engine(model_path, paths, ["--ctc-weight", "0"])):
+            for path, out in zip(paths, engine(model_path, paths, ["--ctc-weight", "0", "--lm-weight", "0"])):
                 with self.subTest(model=os.path.basename(model_path), clip=os.path.basename(path)):
                     ids, attention = pytorch(model, path)
                     self.assertEqual(out["ids"], ids)
@@ -92,8 +92,10 @@ class ShippedSpeechParity(unittest.TestCase):
                 for path, out in zip(paths, engine(model_path, paths, ["--beam", str(beam)])):
                     with self.subTest(model=os.path.basename(model_path), clip=os.path.basename(path), beam=beam):
                         self.assertAlmostEqual(out["ctc_weight"], model.ctc_weight, places=6)
+                        self.assertAlmostEqual(out["lm_weight"], model.lm_weight, places=6)
                         ids, _, finished = joint_search(model, clip_features(path), beam=beam,
-                                                        ctc_weight=model.ctc_weight)
+                                                        ctc_weight=model.ctc_weight, lm=model.lm,
+                                                        lm_weight=model.lm_weight)
                         self.assertEqual(out["ids"], ids)
                         self.assertEqual(out["finished"], finished)
 

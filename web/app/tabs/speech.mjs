@@ -424,7 +424,7 @@ function drawTools(t, beam) {
                 svg: () => heatmapSvg({ rowLabels: t.characters.map(charLabel), colLabels: Array.from({ length: t.attention.cols }, (_, j) => frameLabel(j)),
                                         weights: t.attention.data, rows: t.attention.rows, cols: t.attention.cols, colour: '194, 65, 12',
                                         title: `“${t.text}”: where each character listened`, cell: 10 }),
-                json: () => ({ model: currentEntry()?.id, text: t.text, characters: t.characters, beam, ctcWeight: t.ctcWeight,
+                json: () => ({ model: currentEntry()?.id, text: t.text, characters: t.characters, beam, ctcWeight: t.ctcWeight, lmWeight: t.lmWeight,
                                frameSeconds: t.frameSeconds, attention: matrixRows(t.attention),
                                ...(t.scores ? { scores: matrixRows(t.scores, 4) } : {}) }) }),
   );
@@ -446,13 +446,19 @@ function stackedCanvas() {
 }
 
 // What the tree's numbers are: the nodes' log p and Σ log p are the attention decoder's, but with a CTC weight
-// λ > 0 the search ranked by the joint score (each node's `score`), so the winner need not have the best Σ log p.
-function treeHint(ctcWeight) {
+// λ > 0 or a language-model weight β > 0 the search ranked by the joint score (each node's `score`), so the winner
+// need not have the best Σ log p.
+function treeHint(ctcWeight, lmWeight = 0) {
   const common = 'Every hypothesis the search kept; the number is the attention decoder’s Σ log p so far.';
   const how = 'Hover, focus or tap a node for its numbers; arrow keys walk the tree.';
-  if (!(ctcWeight > 0)) return `${common} With CTC weight 0 the search ranked by that sum alone (at beam > 1 a finished hypothesis’s divided by its length). ${how}`;
-  return `${common} With the CTC weight λ = ${ctcWeight.toFixed(2)} the search ranked by the joint score ` +
-    '(1 − λ) Σ log p_att + λ log p_ctc(prefix) instead (the CTC head’s probability of the prefix given the audio; ' +
+  if (!(ctcWeight > 0) && !(lmWeight > 0)) return `${common} With CTC weight 0 the search ranked by that sum alone (at beam > 1 a finished hypothesis’s divided by its length). ${how}`;
+  const terms = [`(1 − λ) Σ log p_att${ctcWeight > 0 ? ' + λ log p_ctc(prefix)' : ''}`, lmWeight > 0 ? ' + β Σ log p_lm' : ''].join('');
+  const weights = [ctcWeight > 0 ? `the CTC weight λ = ${ctcWeight.toFixed(2)}` : 'no CTC weight',
+                   lmWeight > 0 ? ` and the language-model weight β = ${lmWeight.toFixed(2)}` : ''].join('');
+  const meaning = [ctcWeight > 0 ? 'the CTC head’s probability of the prefix given the audio' : '',
+                   lmWeight > 0 ? 'the character language model’s probability of the text so far, audio unseen' : '']
+    .filter(Boolean).join('; ');
+  return `${common} With ${weights} the search ranked by the joint score ${terms} instead (${meaning}; ` +
     'divided by the length once a hypothesis finishes), so the highlighted winner has the best joint score of the ' +
     `finished ones, not necessarily the best Σ log p. ${how}`;
 }
@@ -462,11 +468,11 @@ function drawSteps(t, beam) {
   view.stepper?.stop();
   const tree = t.beamTree;
   const path = tree ? winningPath(tree) : [];
-  byId('sp-tree-hint').textContent = treeHint(t.ctcWeight);
+  byId('sp-tree-hint').textContent = treeHint(t.ctcWeight, t.lmWeight);
   const drawn = drawBeamTree(byId('sp-beam-tree'), tree, {
     beam, lang: 'en', name: `attnlab-${currentEntry()?.id}-speech-beam-tree`, label: 'transcript search tree',
-    title: `${t.text} (beam ${beam}, CTC weight ${t.ctcWeight.toFixed(2)})`, labelOf: charLabel,
-    ranking: t.ctcWeight > 0 ? { name: 'joint score' } : null,
+    title: `${t.text} (beam ${beam}, CTC weight ${t.ctcWeight.toFixed(2)}${t.lmWeight > 0 ? `, LM weight ${t.lmWeight.toFixed(2)}` : ''})`,
+    labelOf: charLabel, ranking: t.ctcWeight > 0 || t.lmWeight > 0 ? { name: 'joint score' } : null,
   });
   view.stepper = drawStepper(byId('sp-stepper'), {
     pieces: t.characters, lang: 'en', label: 'Transcript', unit: 'character', labelOf: charLabel,
