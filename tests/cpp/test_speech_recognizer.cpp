@@ -82,6 +82,17 @@ void patch_u32(std::vector<uint8_t>& bytes, const std::string& key, uint32_t val
     std::memcpy(bytes.data() + type_at + 4, &value, 4);
 }
 
+// Overwrites the value of the f32 metadata key (type 6) in a GGUF file's bytes.
+void patch_f32(std::vector<uint8_t>& bytes, const std::string& key, float value) {
+    const auto at = std::search(bytes.begin(), bytes.end(), key.begin(), key.end());
+    REQUIRE(at != bytes.end());
+    const std::size_t type_at = std::size_t(at - bytes.begin()) + key.size();
+    uint32_t type = 0;
+    std::memcpy(&type, bytes.data() + type_at, 4);
+    REQUIRE(type == 6);
+    std::memcpy(bytes.data() + type_at + 4, &value, 4);
+}
+
 // Renames a tensor in place (same length, so the file stays valid GGUF without it).
 void rename_tensor(std::vector<uint8_t>& bytes, const std::string& name, const std::string& new_name) {
     REQUIRE(name.size() == new_name.size());
@@ -535,6 +546,24 @@ TEST_CASE("speech recognizer: files of another kind or shape are refused with a 
         patch_u32(wrong, "attnlab.las.frame_rate", 0);
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
                              doctest::Contains("frame_rate"), Error);
+    }
+    {   // The language model: sizes that disagree with its tensors, a missing tensor, a weight out of range.
+        const std::vector<uint8_t> with_lm = read_bytes(fixture("las-lm.gguf"));
+        std::vector<uint8_t> wrong = with_lm;
+        patch_u32(wrong, "attnlab.las.lm_hidden_size", 25);
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)), doctest::Contains("lm.gru"),
+                             Error);
+        wrong = with_lm;
+        rename_tensor(wrong, "lm.embed.weight", "lm.embex.weight");
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
+                             doctest::Contains("lm.embed.weight"), Error);
+        for (float bad : {-1.0f, 2.5f, std::numeric_limits<float>::quiet_NaN()}) {
+            CAPTURE(bad);
+            wrong = with_lm;
+            patch_f32(wrong, "attnlab.las.lm_weight", bad);
+            CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
+                                 doctest::Contains("lm_weight must be between 0 and 2"), Error);
+        }
     }
     // Truncated copies.
     for (std::size_t keep : {std::size_t(0), std::size_t(100), bytes.size() / 2, bytes.size() - 1}) {

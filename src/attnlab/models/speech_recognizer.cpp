@@ -26,6 +26,13 @@ struct SpeechState : decode::DecoderState {
     std::vector<float> weights;    // a_i [S]: the next step's location features read them
 };
 
+// 0.3 as "0.3", not std::to_string's "0.300000".
+std::string format_weight(float weight) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", static_cast<double>(weight));
+    return text;
+}
+
 int find_character(const std::vector<std::string>& characters, const std::string& name) {
     const auto at = std::find(characters.begin(), characters.end(), name);
     return at == characters.end() ? -1 : static_cast<int>(at - characters.begin());
@@ -95,8 +102,8 @@ SpeechRecognizer load_speech_recognizer(const gguf::File& file) {
         model.lm_output = nn::load_linear(file, "lm.out", c.lm_hidden, c.vocab);
         model.lm_weight = file.has(p + "lm_weight") ? file.get_f32(p + "lm_weight") : 0.0f;
         check(model.lm_weight >= 0.0f && model.lm_weight <= kMaxSpeechLmWeight,
-              "the speech model's lm_weight must be between 0 and " + std::to_string(kMaxSpeechLmWeight) + ", got " +
-                  std::to_string(model.lm_weight));
+              "the speech model's lm_weight must be between 0 and " + format_weight(kMaxSpeechLmWeight) + ", got " +
+                  format_weight(model.lm_weight));
     }
     return model;
 }
@@ -212,17 +219,6 @@ decode::SearchOptions speech_search_options(int beam) {
     options.max_length_extra = kSpeechMaxLengthExtra;
     return options;
 }
-
-namespace {
-
-// 0.3 as "0.3", not std::to_string's "0.300000".
-std::string format_weight(float weight) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", static_cast<double>(weight));
-    return text;
-}
-
-}  // namespace
 
 float speech_ctc_weight(const SpeechRecognizer& model, float requested) {
     if (requested == -1.0f) return model.ctc_weight;
