@@ -144,7 +144,7 @@ jobs=(
   # dev CER (which loops on long clips make noisy), batches of <= 40,000 frames.
   "speech-las|-m attnlab.train.speech --features $ckpt/speech/features $(speech_las 20 20 "--dropout 0.25 --lr 1e-4 --warmup 30 --real-repeat 3 --synth-share 0.2 --max-frames 40000 --epoch-decay 0.85 --lr-decay 1.0 --patience 20")"
   # Its character language model (shallow fusion; models/speech-las.md): text only, about 4 minutes an epoch.
-  "speech-lm|-m attnlab.train.char_lm --synth $ckpt/speech/synth --epochs 8"
+  "speech-lm|-m attnlab.train.char_lm --synth $ckpt/speech/synth --generated 40000 --epochs 5"
 )
 
 wanted=("$@")

@@ -127,6 +127,9 @@ def main(argv=None):
     ap.add_argument("--emb", type=int, default=cfg.emb)
     ap.add_argument("--hidden", type=int, default=cfg.hidden)
     ap.add_argument("--dropout", type=float, default=cfg.dropout)
+    ap.add_argument("--generated", type=int, default=6000,
+                    help="AN4-style lines drawn into the text (and a third as many digit strings): spelled letters "
+                    "and commands, which the other sources lack")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--max-chars", type=int, default=8000, help="padded characters per batch")
     ap.add_argument("--epochs", type=int, default=6)
@@ -142,7 +145,7 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     global log
     log = Logger(os.path.join(args.out, "train.log"))
-    train, dev = lm_texts(args.synth, seed=args.seed)
+    train, dev = lm_texts(args.synth, seed=args.seed, generated=args.generated)
     log(f"text: {len(train)} training lines ({sum(len(t) for t in train)} characters), {len(dev)} dev lines")
     cfg = LMConfig(emb=args.emb, hidden=args.hidden, dropout=args.dropout)
     model = CharLM(cfg)
