@@ -172,7 +172,10 @@ for (const viewport of WIDTHS) {
       assert.deepEqual(labels, expected.finished ? [...spelled, '⟨end⟩'] : spelled);
       // What the numbers are: Σ log p drawn, the joint score ranked by, both said.
       assert.ok(expected.ctcWeight > 0, 'the shipped model decodes with its CTC head');
-      assert.match(await p.getByTestId('sp-tree-hint').textContent(), /λ = 0\.30 the search ranked by the joint score/);
+      const hint = await p.getByTestId('sp-tree-hint').textContent();
+      assert.match(hint, /λ = 0\.30 .*the search ranked by the joint score/);
+      // The shipped file's language model takes part too, and the hint says with which weight.
+      if (expected.lmWeight > 0) assert.match(hint, new RegExp(`β = ${expected.lmWeight.toFixed(2)} the search .* \\+ β Σ log p_lm`));
       assert.match(await p.locator('#sp-beam-tree [data-testid="beam-tree-summary"]').textContent(),
                    new RegExp(`^Beam 4: ${tree.nodes.length} hypotheses kept .*highest joint score ÷ length`));
       const answer = p.locator('#sp-beam-tree .beam-node[data-answer="true"]');
