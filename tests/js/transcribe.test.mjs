@@ -1,7 +1,7 @@
 // model.transcribe() in Node (wasm, this thread): the shipped interim speech model on WAV and FLAC files given as
 // Uint8Array, ArrayBuffer and Blob, and on their samples as a Float32Array, gives the native CLI's transcript,
 // characters and attention for the same file; the result's shape (attention [characters x frames], spectrogram
-// [frames x 40], times); the CTC weight (the file's by default, 0: attention alone, the CLI's transcript for each);
+// [frames x 40], times); the CTC weight (the file's by default, 0: without the CTC head, the CLI's transcript for each);
 // the language-model weight on the fixture that has one (the same);
 // terminate() during a Blob read; and every bad input is refused with its own `attnlab:` message while the model
 // stays usable.
@@ -71,8 +71,8 @@ test('model.info says transcribe, and the other tasks\' methods refuse it by nam
                        /attnlab: transcribe\(\) needs a speech recognition model, but this one .* translates text/);
 });
 
-// The q8_0 file at beam 4 with attention alone (ctcWeight 0) is left out here: its int8 products, summed in another
-// order by the wasm and native kernels, can flip a near tie where attention alone loops (an earlier file did, on the
+// The q8_0 file at beam 4 without CTC (ctcWeight 0) is left out here: its int8 products, summed in another
+// order by the wasm and native kernels, can flip a near tie where attention loops (an earlier file did, on the
 // woodchuck clip, 129 characters in; the shipped one agrees with the CLI on every clip here); the ctcWeight test
 // holds it to a prefix.
 const SETTINGS = [{ dtype: 'q8_0', beam: 1 }, { dtype: 'q8_0', beam: 4 }, { dtype: 'f16', beam: 4, ctcWeight: 0 }];
@@ -157,7 +157,7 @@ test('bad input: each refused with its own message, and the model keeps working'
   assert.ok(ok.attention.cols > 0);
 });
 
-test('ctcWeight: the model\'s own by default, 0 is attention alone, and each gives the CLI\'s transcript for it', async () => {
+test('ctcWeight: the model\'s own by default, 0 leaves the CTC head out, and each gives the CLI\'s transcript for it', async () => {
   const byDefault = cliTranscribe(FILES, 4);
   const attentionOnly = cliTranscribeWith(FILES, ['--beam', '4', '--ctc-weight', '0']);
   let differ = 0, sameAsCli = 0;
@@ -171,7 +171,7 @@ test('ctcWeight: the model\'s own by default, 0 is attention alone, and each giv
     assertIdentical(await model.transcribe(bytes, { beam: 4, ctcWeight: -1 }), joint, `${name}, ctcWeight -1`);
     const plain = await model.transcribe(bytes, { beam: 4, ctcWeight: 0 });
     assert.equal(plain.ctcWeight, 0);
-    // The q8_0 near tie with attention alone (SETTINGS above): every file shares its first 10 characters with the
+    // The q8_0 near tie without CTC (SETTINGS above): every file shares its first 10 characters with the
     // CLI's, all but one all.
     sameAsCli += plain.text === attentionOnly[k].text;
     const cliText = attentionOnly[k].text;
