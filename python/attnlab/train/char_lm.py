@@ -17,7 +17,7 @@ import torch
 from attnlab.data.lm_text import lm_texts
 from attnlab.data.speech import SYNTH_ROOT
 from attnlab.nn.char_lm import CharLM, LMConfig, text_batch
-from attnlab.train.loop import Family, Logger, atomic_save, capture_rng, keep_freed_memory, resume, run
+from attnlab.train.loop import Family, Logger, keep_freed_memory, resume, run, save_checkpoint
 
 log = Logger()
 
@@ -64,11 +64,8 @@ class CharLMFamily(Family):
         self.last_path, self.best_path = os.path.join(args.out, "last.pt"), os.path.join(args.out, "best.pt")
 
     def checkpoint(self, path, with_optimizer=True):
-        ck = {"config": self.cfg.to_dict(), "model": self.model.state_dict(), "state": self.state,
-              "meta": {"name": "speech-lm", "args": vars(self.args)}}
-        if with_optimizer:
-            ck.update(optimizer=self.optimizer.state_dict(), rng=capture_rng())
-        atomic_save(ck, path)
+        save_checkpoint(path, self.cfg, self.model, self.state, {"name": "speech-lm", "args": vars(self.args)},
+                        self.optimizer if with_optimizer else None)
 
     def save_last(self, reason):
         self.checkpoint(self.last_path)

@@ -38,6 +38,15 @@ def atomic_save(obj, path):
     os.replace(tmp, path)
 
 
+def save_checkpoint(path, cfg, model, state, meta, optimizer=None):
+    """{"config", "model", "state", "meta"} to path, atomically; with the optimizer also its moments and the RNG
+    states (keys optimizer, rng): a resumable checkpoint (the layout of the speech and language-model trainers)."""
+    ck = {"config": cfg.to_dict(), "model": model.state_dict(), "state": state, "meta": meta}
+    if optimizer is not None:
+        ck.update(optimizer=optimizer.state_dict(), rng=capture_rng())
+    atomic_save(ck, path)
+
+
 def keep_freed_memory():
     """glibc returns big freed blocks to the OS and page-faults them back on the next step; the
     autograd graph allocates the same sizes every step, so keeping them roughly halves step time."""

@@ -41,8 +41,7 @@ from attnlab.gguf import speech as speech_gguf
 from attnlab.gguf.common import is_gguf
 from attnlab.gguf.reader import read_gguf
 from attnlab.nn import listen_attend_spell as las
-from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_last_epochs,
-                                resume, run)
+from attnlab.train.loop import Family, Logger, WallClock, keep_last_epochs, resume, run, save_checkpoint
 
 log = Logger(time_format="%Y-%m-%d %H:%M:%S")
 TRAIN_SOURCES = ("an4", "fsdd", "ljspeech", "synth")
@@ -193,11 +192,8 @@ class SpeechFamily(Family):
         self.rng = random.Random(args.seed)
 
     def checkpoint(self, path, with_optimizer=True):
-        ck = {"config": self.cfg.to_dict(), "model": self.model.state_dict(), "state": self.state,
-              "meta": {"name": "speech-las", "args": vars(self.args)}}
-        if with_optimizer:
-            ck.update(optimizer=self.optimizer.state_dict(), rng=capture_rng())
-        atomic_save(ck, path)
+        save_checkpoint(path, self.cfg, self.model, self.state, {"name": "speech-las", "args": vars(self.args)},
+                        self.optimizer if with_optimizer else None)
 
     def save_last(self, reason):
         self.checkpoint(self.last_path)
