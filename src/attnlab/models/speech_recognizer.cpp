@@ -318,8 +318,9 @@ public:
         : model_(model), ctc_(encoded.ctc_log_probabilities), frames_(rows(encoded.ctc_log_probabilities)),
           lambda_(ctc_weight), attention_share_(1.0 - lambda_), beta_(lm_weight),
           extend_(static_cast<std::size_t>(model.config.vocab)) {
-        auto empty = std::make_shared<CtcPrefix>();
+        std::shared_ptr<CtcPrefix> empty;
         if (lambda_ > 0.0) {
+            empty = std::make_shared<CtcPrefix>();
             empty->ending_in_label.assign(static_cast<std::size_t>(frames_), kNoPath);
             empty->ending_in_blank.resize(static_cast<std::size_t>(frames_));
             double blanks_so_far = 0.0;
@@ -332,12 +333,45 @@ public:
     }
 
     void score_row(int row, double row_score, const float* log_p, int vocab, double* scores) {
-        if (lambda_ == 0.0) {
-            const float* lm = rows_[static_cast<std::size_t>(row)].lm->log_probabilities.data();
-            for (int v = 0; v < vocab; ++v)
-                scores[v] = std::isfinite(log_p[v]) ? row_score + (log_p[v] + beta_ * lm[v]) : kNoPath;
-            return;
+        const Row& prefix = rows_[static_cast<std::size_t>(row)];
+        const double* ctc = lambda_ > 0.0 ? ctc_prefix_scores(row, log_p, vocab) : nullptr;
+        const float* lm = beta_ > 0.0 ? prefix.lm->log_probabilities.data() : nullptr;
+        for (int v = 0; v < vocab; ++v) {
+            double gain = kNoPath;
+            if (std::isfinite(log_p[v])) {
+                gain = attention_share_ * log_p[v];
+                if (ctc) gain += lambda_ * (ctc[v] - prefix.ctc->score);
+                if (lm) gain += beta_ * lm[v];
+            }
+            scores[v] = row_score + gain;
         }
+    }
+
+    void select(const int32_t* parents, const int32_t* tokens, int count) {
+        const std::ptrdiff_t S = frames_;
+        next_rows_.clear();
+        for (int i = 0; i < count; ++i) {
+            const std::size_t parent = static_cast<std::size_t>(parents[i]);
+            const int32_t token = tokens[i];
+            std::shared_ptr<CtcPrefix> ctc;
+            if (lambda_ > 0.0) {
+                ctc = std::make_shared<CtcPrefix>();
+                const auto label_row = labels_[parent].begin() + static_cast<std::ptrdiff_t>(token) * S;
+                const auto blank_row = blanks_[parent].begin() + static_cast<std::ptrdiff_t>(token) * S;
+                ctc->ending_in_label.assign(label_row, label_row + S);
+                ctc->ending_in_blank.assign(blank_row, blank_row + S);
+                ctc->score = prefix_scores_[parent][static_cast<std::size_t>(token)];
+            }
+            auto lm = beta_ > 0.0 ? extend_lm_prefix(model_, rows_[parent].lm.get(), token) : nullptr;
+            next_rows_.push_back({std::move(ctc), std::move(lm), rows_[parent].length + 1, token});
+        }
+        rows_.swap(next_rows_);
+    }
+
+private:
+    // log p_ctc(prefix + c) [V] for live row `row` (EOS: the whole sequence's), and the extensions' forward
+    // variables, kept for select().
+    const double* ctc_prefix_scores(int row, const float* log_p, int vocab) {
         const int S = frames_;
         if (prefix_scores_.size() < rows_.size()) {
             prefix_scores_.resize(rows_.size());
@@ -355,40 +389,11 @@ public:
         // EOS: the CTC probability of the whole sequence.
         prefix_scores[static_cast<std::size_t>(model_.eos)] =
             S > 0 ? log_add(prefix.ctc->ending_in_label[S - 1], prefix.ctc->ending_in_blank[S - 1]) : kNoPath;
-        const float* lm = beta_ > 0.0 ? prefix.lm->log_probabilities.data() : nullptr;
-        for (int v = 0; v < vocab; ++v) {
-            double gain = kNoPath;
-            if (std::isfinite(log_p[v])) {
-                gain = attention_share_ * log_p[v] + lambda_ * (prefix_scores[v] - prefix.ctc->score);
-                if (lm) gain += beta_ * lm[v];
-            }
-            scores[v] = row_score + gain;
-        }
+        return prefix_scores.data();
     }
 
-    void select(const int32_t* parents, const int32_t* tokens, int count) {
-        const std::ptrdiff_t S = frames_;
-        next_rows_.clear();
-        for (int i = 0; i < count; ++i) {
-            const std::size_t parent = static_cast<std::size_t>(parents[i]);
-            const int32_t token = tokens[i];
-            auto ctc = std::make_shared<CtcPrefix>();
-            if (lambda_ > 0.0) {
-                const auto label_row = labels_[parent].begin() + static_cast<std::ptrdiff_t>(token) * S;
-                const auto blank_row = blanks_[parent].begin() + static_cast<std::ptrdiff_t>(token) * S;
-                ctc->ending_in_label.assign(label_row, label_row + S);
-                ctc->ending_in_blank.assign(blank_row, blank_row + S);
-                ctc->score = prefix_scores_[parent][static_cast<std::size_t>(token)];
-            }
-            auto lm = beta_ > 0.0 ? extend_lm_prefix(model_, rows_[parent].lm.get(), token) : nullptr;
-            next_rows_.push_back({std::move(ctc), std::move(lm), rows_[parent].length + 1, token});
-        }
-        rows_.swap(next_rows_);
-    }
-
-private:
     struct Row {
-        std::shared_ptr<const CtcPrefix> ctc;
+        std::shared_ptr<const CtcPrefix> ctc;  // null where λ = 0
         std::shared_ptr<const LmPrefix> lm;  // null where β = 0
         int length;    // the prefix's characters
         int32_t last;  // its last one (-1: none)
