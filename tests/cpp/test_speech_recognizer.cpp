@@ -15,6 +15,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <xtensor/xview.hpp>
@@ -70,26 +71,18 @@ void check_rows_are_distributions(const decode::Hypothesis& h, int S) {
     }
 }
 
-// Overwrites the value of the u32 metadata key in a GGUF file's bytes (the key is stored as u64 length + bytes,
-// then the u32 type 4, then the value).
-void patch_u32(std::vector<uint8_t>& bytes, const std::string& key, uint32_t value) {
+// Overwrites the value of a 4-byte metadata key in a GGUF file's bytes (the key is stored as u64 length + bytes,
+// then its u32 type, 4 for uint32 or 6 for float32, then the value).
+template <class T>
+void patch_metadata(std::vector<uint8_t>& bytes, const std::string& key, T value) {
+    static_assert(std::is_same_v<T, uint32_t> || std::is_same_v<T, float>, "uint32 or float32 keys only");
+    constexpr uint32_t kType = std::is_same_v<T, float> ? 6 : 4;
     const auto at = std::search(bytes.begin(), bytes.end(), key.begin(), key.end());
     REQUIRE(at != bytes.end());
     const std::size_t type_at = std::size_t(at - bytes.begin()) + key.size();
     uint32_t type = 0;
     std::memcpy(&type, bytes.data() + type_at, 4);
-    REQUIRE(type == 4);
-    std::memcpy(bytes.data() + type_at + 4, &value, 4);
-}
-
-// Overwrites the value of the f32 metadata key (type 6) in a GGUF file's bytes.
-void patch_f32(std::vector<uint8_t>& bytes, const std::string& key, float value) {
-    const auto at = std::search(bytes.begin(), bytes.end(), key.begin(), key.end());
-    REQUIRE(at != bytes.end());
-    const std::size_t type_at = std::size_t(at - bytes.begin()) + key.size();
-    uint32_t type = 0;
-    std::memcpy(&type, bytes.data() + type_at, 4);
-    REQUIRE(type == 6);
+    REQUIRE(type == kType);
     std::memcpy(bytes.data() + type_at + 4, &value, 4);
 }
 
@@ -521,36 +514,36 @@ TEST_CASE("speech recognizer: files of another kind or shape are refused with a 
     }
     {   // Sizes that disagree with the tensors: refused at the first tensor of the wrong shape.
         std::vector<uint8_t> wrong = bytes;
-        patch_u32(wrong, "attnlab.las.attention_size", 48);
+        patch_metadata(wrong, "attnlab.las.attention_size", uint32_t{48});
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
                              doctest::Contains("attn.W_q.weight"), Error);
         wrong = bytes;
-        patch_u32(wrong, "attnlab.las.encoder_hidden_size", 32);
+        patch_metadata(wrong, "attnlab.las.encoder_hidden_size", uint32_t{32});
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
                              doctest::Contains("listener.0"), Error);
         wrong = bytes;
-        patch_u32(wrong, "attnlab.las.location_width", 8);
+        patch_metadata(wrong, "attnlab.las.location_width", uint32_t{8});
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)), doctest::Contains("odd"),
                              Error);
     }
     {   // A character table that disagrees with vocab_size, a listener the engine does not have, a zero size.
         std::vector<uint8_t> wrong = bytes;
-        patch_u32(wrong, "attnlab.las.vocab_size", 31);
+        patch_metadata(wrong, "attnlab.las.vocab_size", uint32_t{31});
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
                              doctest::Contains("character table"), Error);
         wrong = bytes;
-        patch_u32(wrong, "attnlab.las.time_reduction", 8);
+        patch_metadata(wrong, "attnlab.las.time_reduction", uint32_t{8});
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
                              doctest::Contains("reduces time by 8"), Error);
         wrong = bytes;
-        patch_u32(wrong, "attnlab.las.frame_rate", 0);
+        patch_metadata(wrong, "attnlab.las.frame_rate", uint32_t{0});
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
                              doctest::Contains("frame_rate"), Error);
     }
     {   // The language model: sizes that disagree with its tensors, a missing tensor, a weight out of range.
         const std::vector<uint8_t> with_lm = read_bytes(fixture("las-lm.gguf"));
         std::vector<uint8_t> wrong = with_lm;
-        patch_u32(wrong, "attnlab.las.lm_hidden_size", 25);
+        patch_metadata(wrong, "attnlab.las.lm_hidden_size", uint32_t{25});
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)), doctest::Contains("lm.gru"),
                              Error);
         wrong = with_lm;
@@ -560,7 +553,7 @@ TEST_CASE("speech recognizer: files of another kind or shape are refused with a 
         for (float bad : {-1.0f, 2.5f, std::numeric_limits<float>::quiet_NaN()}) {
             CAPTURE(bad);
             wrong = with_lm;
-            patch_f32(wrong, "attnlab.las.lm_weight", bad);
+            patch_metadata(wrong, "attnlab.las.lm_weight", bad);
             CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
                                  doctest::Contains("lm_weight must be between 0 and 2"), Error);
         }
