@@ -182,21 +182,10 @@ test('ctcWeight: the model\'s own by default, 0 leaves the CTC head out, and eac
   }
   assert.ok(sameAsCli >= FILES.length - 1, `${sameAsCli} of ${FILES.length} attention-only transcripts equal the CLI's`);
   assert.ok(differ >= 1, 'the CTC weight changes at least one of the transcripts');
-  for (const bad of [1.5, -0.5, Number.NaN, '0.3', null]) {
-    const error = await model.transcribe(firstFileBytes(), { ctcWeight: bad }).catch((e) => e);
-    assert.equal(error.code, 'ATTNLAB_BAD_OPTIONS', String(bad));
-    assert.match(error.message, /^attnlab: ctcWeight must be a number from 0 to 1 \(or -1, the model's\), got /);
-  }
-  // A file without the CTC head decodes with attention alone and refuses a positive weight as a bad option.
-  const headless = await loadModel(join(root, 'tests/fixtures/speech/las.q8_0.gguf'));
-  try {
-    assert.equal((await headless.transcribe(firstFileBytes())).ctcWeight, 0);
-    const error = await headless.transcribe(firstFileBytes(), { ctcWeight: 0.3 }).catch((e) => e);
-    assert.equal(error.code, 'ATTNLAB_BAD_OPTIONS');
-    assert.match(error.message, /^attnlab: this speech model has no CTC head/);
-  } finally {
-    await headless.dispose();
-  }
+  await assertWeightRefusals(model, 'ctcWeight', [1.5, -0.5, Number.NaN, '0.3', null],
+                             /^attnlab: ctcWeight must be a number from 0 to 1 \(or -1, the model's\), got /);
+  // A file without the CTC head decodes with attention alone.
+  await assertWeightNeedsPart('tests/fixtures/speech/las.q8_0.gguf', 'ctcWeight', /^attnlab: this speech model has no CTC head/);
 });
 
 test('terminate() while a Blob is still being read: the call rejects as CLOSED, not as an engine failure', async () => {
@@ -238,25 +227,36 @@ test('lmWeight: the file\'s own by default, 0 leaves the language model out, eac
         assert.ok(Math.abs(got.lmWeight - expected[k].lm_weight) < 1e-9, `${file.slice(root.length)}: the CLI's weight`);
       }
     }
-    for (const bad of [2.5, -0.5, Number.NaN, '0.3', null]) {
-      const error = await withLm.transcribe(firstFileBytes(), { lmWeight: bad }).catch((e) => e);
-      assert.equal(error.code, 'ATTNLAB_BAD_OPTIONS', String(bad));
-      assert.match(error.message, /^attnlab: lmWeight must be a number from 0 to 2 \(or -1, the model's\), got /);
-    }
+    await assertWeightRefusals(withLm, 'lmWeight', [2.5, -0.5, Number.NaN, '0.3', null],
+                               /^attnlab: lmWeight must be a number from 0 to 2 \(or -1, the model's\), got /);
   } finally {
     await withLm.dispose();
   }
-  // A file without a language model decodes without one and refuses a positive weight as a bad option.
-  const without = await loadModel(join(root, 'tests/fixtures/speech/las.gguf'));
-  try {
-    assert.equal((await without.transcribe(firstFileBytes())).lmWeight, 0);
-    const error = await without.transcribe(firstFileBytes(), { lmWeight: 0.3 }).catch((e) => e);
-    assert.equal(error.code, 'ATTNLAB_BAD_OPTIONS');
-    assert.match(error.message, /^attnlab: this speech model has no language model/);
-  } finally {
-    await without.dispose();
-  }
+  await assertWeightNeedsPart('tests/fixtures/speech/las.gguf', 'lmWeight', /^attnlab: this speech model has no language model/);
 });
+
+// Each value is refused as a bad option with the module's own message, before the engine runs.
+async function assertWeightRefusals(recognizer, option, values, message) {
+  for (const bad of values) {
+    const error = await recognizer.transcribe(firstFileBytes(), { [option]: bad }).catch((e) => e);
+    assert.equal(error.code, 'ATTNLAB_BAD_OPTIONS', String(bad));
+    assert.match(error.message, message);
+  }
+}
+
+// A fixture without what `option` weighs (the CTC head, the language model) decodes with that weight 0 and refuses a
+// positive one as a bad option.
+async function assertWeightNeedsPart(fixture, option, message) {
+  const recognizer = await loadModel(join(root, fixture));
+  try {
+    assert.equal((await recognizer.transcribe(firstFileBytes()))[option], 0);
+    const error = await recognizer.transcribe(firstFileBytes(), { [option]: 0.3 }).catch((e) => e);
+    assert.equal(error.code, 'ATTNLAB_BAD_OPTIONS');
+    assert.match(error.message, message);
+  } finally {
+    await recognizer.dispose();
+  }
+}
 
 function cliTranscribeWith(files, flags, path = modelPath) {
   const r = spawnSync(cli, ['transcribe', '--model', path, ...flags, '--json', ...files],
