@@ -629,7 +629,7 @@ Transcription transcribe_mfcc(const models::SpeechRecognizer& model, const Matri
     const float lm_weight = models::speech_lm_weight(model, options.lm_weight);
     const models::SpeechEncoded encoded = models::listen(model, mfcc);
     const decode::Hypothesis best =
-        models::recognize(model, encoded, options.beam, ctc_weight, options.beam_tree, lm_weight);
+        models::recognize(model, encoded, options.beam, ctc_weight, lm_weight, options.beam_tree);
 
     Transcription out;
     out.ids = best.tokens;

@@ -404,8 +404,8 @@ TEST_CASE("speech recognizer: the language model's steps and the fused search gi
         check_rows_are_distributions(best, rows(encoded.annotations));
         const std::vector<int32_t> lm_only = expected.get_i32_array(p + "lm_only_beam_ids");
         CHECK(models::joint_search(model, encoded, beam, 0.0f, beta).tokens == lm_only);
-        CHECK(models::recognize(model, encoded, beam.beam, lambda, false, beta).tokens == fused);
-        CHECK(models::recognize(model, encoded, beam.beam, 0.0f, false, beta).tokens == lm_only);
+        CHECK(models::recognize(model, encoded, beam.beam, lambda, beta).tokens == fused);
+        CHECK(models::recognize(model, encoded, beam.beam, 0.0f, beta).tokens == lm_only);
         // β = 0 is the search without the LM.
         const std::vector<int32_t> joint = models::joint_search(model, encoded, beam, lambda).tokens;
         CHECK(models::joint_search(model, encoded, beam, lambda, 0.0f).tokens == joint);

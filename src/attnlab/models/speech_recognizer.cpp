@@ -424,7 +424,7 @@ decode::Hypothesis joint_search(const SpeechRecognizer& model, const SpeechEncod
 }
 
 decode::Hypothesis recognize(const SpeechRecognizer& model, const SpeechEncoded& encoded, int beam, float ctc_weight,
-                             bool record_tree, float lm_weight) {
+                             float lm_weight, bool record_tree) {
     decode::SearchOptions options = speech_search_options(beam);
     options.record_tree = record_tree;
     if (ctc_weight > 0.0f || lm_weight > 0.0f) return joint_search(model, encoded, options, ctc_weight, lm_weight);

@@ -164,7 +164,7 @@ decode::Hypothesis joint_search(const SpeechRecognizer& model, const SpeechEncod
 // What a transcription decodes with: λ = β = 0 is decode::search over SpeechDecoder (attention only, greedy at
 // beam 1), else joint_search; options as speech_search_options(beam), with record_tree (the result's tree) as asked.
 decode::Hypothesis recognize(const SpeechRecognizer& model, const SpeechEncoded& encoded, int beam, float ctc_weight,
-                             bool record_tree = false, float lm_weight = 0.0f);
+                             float lm_weight = 0.0f, bool record_tree = false);
 
 // ids -> the characters they stand for, joined; special ids are skipped.
 std::string spell(const SpeechRecognizer& model, const std::vector<int32_t>& ids);
