@@ -16,7 +16,7 @@ OUT/best.pt is the lowest greedy dev CER (AN4's dev speakers, LJ Speech's dev cl
 synthetic dev voices, pooled); OUT/epoch-<n>.pt the last --keep-epochs epochs. Recipe: Adam, linear warm-up over
 --warmup steps to --lr, then the rate times --lr-decay after each epoch without a dev gain; joint loss
 (1 - w) CE + w CTC (w = --ctc-weight); label smoothing; dropout; two time masks per utterance (SpecAugment-style)
-during training; batches of similar length holding at most --max-frames input frames; --epoch-decay anneals the
+during training, and with --warp and --freq-masks the bands warped and masked (attnlab.audio.augment); batches of similar length holding at most --max-frames input frames; --epoch-decay anneals the
 rate after every epoch as well (a run with a wall-clock budget); --real-repeat counts the recorded speech (AN4,
 FSDD, LJ Speech) more than once an epoch, and --synth-share takes a fresh share of the synthetic speech each epoch
 (a continuation that leans to the recorded speech). Small recurrent models train faster with OPENBLAS_NUM_THREADS=1
@@ -35,6 +35,7 @@ from attnlab import cpu_blas  # noqa: F401  (before torch: OpenBLAS's AVX kernel
 import numpy as np
 import torch
 
+from attnlab.audio.augment import augment
 from attnlab.data.speech_features import FEATURES_ROOT, load_all
 from attnlab.eval.cer import character_error_rate
 from attnlab.gguf import speech as speech_gguf
@@ -101,12 +102,16 @@ def epoch_items(items, synth_share, seed):
     return [item for k, item in enumerate(items) if item[0] != "synth" or k in kept]
 
 
-def pad_features(stores, items, rng=None, masks=0, mask_fraction=0.05):
-    """-> (feats [B, T, 13], lengths [B]); with rng, `masks` time spans per utterance are set to its mean frame."""
+def pad_features(stores, items, rng=None, masks=0, mask_fraction=0.05, warp=0.0, freq_masks=0):
+    """-> (feats [B, T, 13], lengths [B]); with rng, each utterance's bands warped by a factor within 1 ± warp and
+    `freq_masks` runs of bands masked (attnlab.audio.augment), then `masks` time spans set to its mean frame."""
     lengths = torch.tensor([item[2] for item in items])
     feats = torch.zeros(len(items), int(lengths.max()), 13)
     for b, (source, i, T, _) in enumerate(items):
-        frames = torch.from_numpy(np.array(stores[source].features(i)))
+        frames = np.array(stores[source].features(i))
+        if rng is not None:
+            frames = augment(frames, rng, warp=warp, freq_masks=freq_masks)
+        frames = torch.from_numpy(frames)
         if rng is not None and masks:
             frames = frames.clone()
             mean = frames.mean(0)
@@ -218,7 +223,8 @@ class SpeechFamily(Family):
             for group in self.optimizer.param_groups:
                 group["lr"] = args.lr * step / args.warmup
         items = [self.train_items[i] for i in batch]
-        feats, lengths = pad_features(self.stores, items, self.rng, masks=args.time_masks)
+        feats, lengths = pad_features(self.stores, items, self.rng, masks=args.time_masks, warp=args.warp,
+                                      freq_masks=args.freq_masks)
         loss, _, _ = las.loss(self.model, feats.to(args.device), lengths, [item[3] for item in items],
                               args.ctc_weight, args.label_smoothing)
         self.frames_done += int(lengths.sum())
@@ -293,6 +299,10 @@ def parse_args(argv=None):
     ap.add_argument("--ctc-weight", type=float, default=0.3)
     ap.add_argument("--label-smoothing", type=float, default=0.1)
     ap.add_argument("--time-masks", type=int, default=2)
+    ap.add_argument("--warp", type=float, default=0.0,
+                    help="each training utterance's mel bands warped by a factor drawn within 1 +- this (vocal tract "
+                    "length perturbation, attnlab.audio.augment; 0 = none)")
+    ap.add_argument("--freq-masks", type=int, default=0, help="runs of 0-5 mel bands masked per training utterance")
     ap.add_argument("--max-frames", type=int, default=12000, help="padded input frames per batch")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup", type=int, default=500)
