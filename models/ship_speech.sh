@@ -3,7 +3,8 @@
 # their parity with PyTorch, and scores both through the engine on every dev set (the numbers of models/speech-las.md):
 #   bash models/ship_speech.sh [CHECKPOINT] [BEAM]   default $ATTNLAB_CKPT/speech-las/best.pt (ATTNLAB_CKPT: /work/ckpt, as in train_queue.sh), beam 4
 # The files keep the CTC head, with the joint search's weight ATTNLAB_CTC_WEIGHT (default: the training loss's, 0.3).
-# With ATTNLAB_LM=CHECKPOINT (attnlab.train.char_lm's best.pt) they also hold that character language model, which
+# With ATTNLAB_LM=CHECKPOINT (attnlab.train.char_lm's best.pt, or a speech GGUF file: its LM, such as a copy of the
+# shipped f16 file's) they also hold that character language model, which
 # the search adds with weight ATTNLAB_LM_WEIGHT (default attnlab.gguf.speech.DEFAULT_LM_WEIGHT); the q8_0 file is then
 # also scored without it (--lm-weight 0).
 # writes models/weights/speech-las.{f16,q8_0}.gguf and appends attnlab.eval.speech's JSON lines (each file at its own

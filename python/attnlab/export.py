@@ -93,7 +93,8 @@ def parser():
     p.add_argument("--ctc-weight", type=float, default=None, metavar="W",
                    help="the joint search's CTC weight stored in the file, 0..1 (default: the training loss's)")
     p.add_argument("--no-ctc", action="store_true", help="leave out the CTC head: the engine decodes with attention only")
-    p.add_argument("--lm", metavar="CKPT", help="an attnlab.train.char_lm checkpoint stored with it (shallow fusion)")
+    p.add_argument("--lm", metavar="CKPT", help="an attnlab.train.char_lm checkpoint stored with it (shallow fusion), "
+                   "or a speech GGUF file whose language model it keeps")
     p.add_argument("--lm-weight", type=float, default=None, metavar="W",
                    help=f"with --lm: the language model's weight stored in the file, 0..{speech.MAX_LM_WEIGHT} "
                    f"(default {speech.DEFAULT_LM_WEIGHT})")

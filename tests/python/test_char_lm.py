@@ -77,6 +77,18 @@ class LMInSpeechFileTest(unittest.TestCase):
         # The LM is not part of the recognizer's own state.
         self.assertFalse(any(k.startswith("lm.") for k in loaded.state_dict()))
 
+    def test_taken_from_a_speech_file(self):
+        speech.write(self.model, "f32", self.path, lm=self.lm, lm_weight=0.5)
+        again = os.path.join(self.dir.name, "again.gguf")
+        speech.write(self.model, "f32", again, lm=self.path, lm_weight=0.25)
+        loaded = speech.load(again)
+        self.assertEqual(loaded.lm_weight, 0.25)
+        for key, value in self.lm.state_dict().items():
+            self.assertTrue(torch.equal(loaded.lm.state_dict()[key], value), key)
+        speech.write(self.model, "f32", again)
+        with self.assertRaisesRegex(ValueError, "holds no language model"):
+            speech.write(self.model, "f32", self.path, lm=again)
+
     def test_a_file_without_it(self):
         speech.write(self.model, "f32", self.path)
         loaded = speech.load(self.path)

@@ -40,7 +40,7 @@ import os
 
 import torch
 
-from attnlab.gguf.common import add_model_identity, add_state_dict, check_architecture, check_export_dtype
+from attnlab.gguf.common import add_model_identity, add_state_dict, check_architecture, check_export_dtype, is_gguf
 from attnlab.gguf.reader import read_gguf_tensors
 from attnlab.gguf.writer import GGUFWriter
 from attnlab.nn.char_lm import CharLM, LMConfig
@@ -70,10 +70,16 @@ def _model_and_state(model_or_checkpoint):
 
 
 def load_lm(lm_or_checkpoint):
-    """A CharLM, its checkpoint dict or a .pt path (attnlab.train.char_lm) -> CharLM in eval mode."""
+    """A CharLM, its checkpoint dict, a .pt path (attnlab.train.char_lm) or a speech GGUF file holding one (its
+    weights as stored: a recognizer retrained on its own keeps the shipped file's LM) -> CharLM in eval mode."""
     if isinstance(lm_or_checkpoint, CharLM):
         return lm_or_checkpoint.eval()
     ck = lm_or_checkpoint
+    if isinstance(ck, (str, os.PathLike)) and is_gguf(ck):
+        lm = load(ck).lm
+        if lm is None:
+            raise ValueError(f"{ck}: this speech file holds no language model (lm.*)")
+        return lm
     if isinstance(ck, (str, os.PathLike)):
         ck = torch.load(ck, map_location="cpu")
     lm = CharLM(LMConfig(**ck["config"]))
