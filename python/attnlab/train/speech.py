@@ -16,9 +16,10 @@ OUT/best.pt is the lowest greedy dev CER (AN4's dev speakers, LJ Speech's dev cl
 synthetic dev voices, pooled); OUT/epoch-<n>.pt the last --keep-epochs epochs. Recipe: Adam, linear warm-up over
 --warmup steps to --lr, then the rate times --lr-decay after each epoch without a dev gain; joint loss
 (1 - w) CE + w CTC (w = --ctc-weight); label smoothing; dropout; two time masks per utterance (SpecAugment-style)
-during training, and with --warp and --freq-masks the bands warped and masked (attnlab.audio.augment); batches of similar length holding at most --max-frames input frames; --epoch-decay anneals the
-rate after every epoch as well (a run with a wall-clock budget); --real-repeat counts the recorded speech (AN4,
-FSDD, LJ Speech) more than once an epoch, and --synth-share takes a fresh share of the synthetic speech each epoch
+during training, and with --warp and --freq-masks the mel bands warped and masked (attnlab.audio.augment); batches
+of similar length holding at most --max-frames input frames; --epoch-decay anneals the rate after every epoch as well
+(a run with a wall-clock budget); --real-repeat counts the recorded speech (AN4, FSDD, LJ Speech) more than once an
+epoch, and --synth-share takes a fresh share of the synthetic speech each epoch
 (a continuation that leans to the recorded speech). Small recurrent models train faster with OPENBLAS_NUM_THREADS=1
 (2.6x on these machines); --device cuda trains on a GPU (models/train_speech_gpu.sh: two runs sharing one H200 logged
 95,000-180,000 frames/s each for the 6.5M-parameter model; on a 2-core AMD EPYC it trained at 2,400-4,400 with
