@@ -50,9 +50,10 @@ def save_checkpoint(path, cfg, model, state, meta, optimizer=None):
 def keep_freed_memory():
     """glibc returns big freed blocks to the OS and page-faults them back on the next step; the
     autograd graph allocates the same sizes every step, so keeping them roughly halves step time. Every trainer
-    calls it: on a virtual machine where a page's first touch is slow (an AMD EPYC of CPU family 26, 2026-12-07,
-    about 4 µs a page) one backward pass of the speech recognizer took 100 s without it and 6.7 s with it
-    (`bench/bench_train_malloc.py`)."""
+    calls it: on a virtual machine where a page's first touch is slow (an AMD EPYC of CPU family 26, 2026-12-07:
+    fresh memory filled at 0.53 GB/s, rewritten at 18) a process's first backward pass and Adam step of a speech
+    batch took 96 s without it and 5.9 s with it (`bench/bench_train_malloc.py`); the speech trainer without it
+    took 37 minutes for its first 16 batches (sharing the cores with a CI run), with it 12 minutes an epoch of 62."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-3, 1 << 30)        # M_MMAP_THRESHOLD
