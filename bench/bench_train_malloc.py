@@ -5,9 +5,10 @@ in a fresh process with glibc's defaults and in one with attnlab.train.loop.keep
 
     PYTHONPATH=python /usr/bin/python3 bench/bench_train_malloc.py [--rounds 1] [--threads 2]
 
-Prints the CPU, how fast it fills fresh memory, each pass's seconds, and last one JSON line: {"cpu", "threads", "first_touch_gb_s", "rewrite_gb_s", "defaults": [[forward, backward
-and step]...] per round, "kept": [...], "backward_ratio"} (glibc's defaults ÷ kept, all passes' backward and step
-seconds). Run it with nothing else on the cores.
+Prints the CPU, how fast it fills fresh memory, each pass's seconds, and last one JSON line: {"cpu", "threads",
+"first_touch_gb_s", "rewrite_gb_s", "defaults": [[forward, backward and step]...] per round, "kept": [...],
+"backward_ratio"} (glibc's defaults ÷ kept, all passes' backward and step seconds). Run it with nothing else on the
+cores.
 """
 import argparse
 import json
@@ -25,7 +26,8 @@ def cpu_description():
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return "unknown CPU"
-    fields = {key.strip(): value.strip() for key, value in (line.split(":", 1) for line in out.splitlines() if ":" in line)}
+    pairs = (line.split(":", 1) for line in out.splitlines() if ":" in line)
+    fields = {key.strip(): value.strip() for key, value in pairs}
     caches = [f"{c} {fields[c + ' cache']}" for c in ("L1d", "L2", "L3") if fields.get(c + " cache")]
     return fields.get("Model name", "unknown CPU") + (f" ({', '.join(caches)})" if caches else "")
 
@@ -52,7 +54,8 @@ def child(keep, threads, passes=3):
         keep_freed_memory()
     model = speech_gguf.load(SHIPPED).train()
     gen = torch.Generator().manual_seed(0)
-    # The sizes of a batch of the shipped recipe (--max-frames 40000): 131 utterances of 274-305 frames, 9-55 characters.
+    # The sizes of a batch of the shipped recipe (--max-frames 40000): 131 utterances of 274-305 frames,
+    # 9-55 characters.
     lengths = torch.randint(274, 306, (131,), generator=gen)
     feats = torch.randn(131, int(lengths.max()), 13, generator=gen)
     targets = [torch.randint(3, 30, (int(n),), generator=gen).tolist()
@@ -72,8 +75,8 @@ def child(keep, threads, passes=3):
 
 def run_child(keep, threads):
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OPENBLAS_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, __file__, "--child", "kept" if keep else "defaults", "--threads", str(threads)],
-                          capture_output=True, text=True, env=env, check=True)
+    command = [sys.executable, __file__, "--child", "kept" if keep else "defaults", "--threads", str(threads)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -95,7 +98,8 @@ def main():
         for keep in (False, True):
             passes = run_child(keep, args.threads)
             name = "kept" if keep else "defaults"
-            print(f"{name}: " + ", ".join(f"forward {f:.2f} s backward and step {b:.2f} s" for f, b in passes), flush=True)
+            timings = ", ".join(f"forward {f:.2f} s backward and step {b:.2f} s" for f, b in passes)
+            print(f"{name}: {timings}", flush=True)
             result[name].append(passes)
     backward = lambda runs: sum(p[1] for passes in runs for p in passes)  # noqa: E731
     result["backward_ratio"] = round(backward(result["defaults"]) / backward(result["kept"]), 2)
