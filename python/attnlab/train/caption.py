@@ -32,8 +32,8 @@ from attnlab.eval.bleu import bleu_1_to_4
 from attnlab.eval.search import caption_split
 from attnlab.nn import show_attend_tell as sat
 from attnlab.paths import FEATURE_DIR
-from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_freed_memory,
-                                keep_last_epochs, resume, run)
+from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_last_epochs,
+                                resume, run)
 
 log = Logger(time_format="%H:%M:%S")    # stdout only: the queue redirects it to OUT.out
 
@@ -177,7 +177,6 @@ def main(argv=None):
     ap.add_argument("--log-every", type=int, default=50)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    keep_freed_memory()
     os.makedirs(args.out, exist_ok=True)
     last_path = os.path.join(args.out, "last.pt")
 

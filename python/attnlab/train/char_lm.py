@@ -17,7 +17,7 @@ import torch
 from attnlab.data.lm_text import lm_texts
 from attnlab.data.speech import SYNTH_ROOT
 from attnlab.nn.char_lm import CharLM, LMConfig, text_batch
-from attnlab.train.loop import Family, Logger, keep_freed_memory, resume, run, save_checkpoint
+from attnlab.train.loop import Family, Logger, resume, run, save_checkpoint
 
 log = Logger()
 
@@ -138,7 +138,6 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    keep_freed_memory()
     os.makedirs(args.out, exist_ok=True)
     global log
     log = Logger(os.path.join(args.out, "train.log"))

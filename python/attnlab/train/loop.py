@@ -49,11 +49,12 @@ def save_checkpoint(path, cfg, model, state, meta, optimizer=None):
 
 def keep_freed_memory():
     """glibc returns big freed blocks to the OS and page-faults them back on the next step; the
-    autograd graph allocates the same sizes every step, so keeping them roughly halves step time. Every trainer
-    calls it: on a virtual machine where a page's first touch is slow (an AMD EPYC of CPU family 26, 2026-12-07:
-    fresh memory filled at 0.53 GB/s, rewritten at 18) a process's first backward pass and Adam step of a speech
-    batch took 96 s without it and 5.9 s with it (`bench/bench_train_malloc.py`); the speech trainer without it
-    took 37 minutes for its first 16 batches (sharing the cores with a CI run), with it 12 minutes an epoch of 62."""
+    autograd graph allocates the same sizes every step, so keeping them roughly halves step time. run() calls it
+    for every trainer: on a virtual machine where a page's first touch is slow (an AMD EPYC of CPU family 26,
+    2026-12-07: fresh memory filled at 0.53 GB/s, rewritten at 18) a process's first backward pass and Adam step of
+    a speech batch took 96 s without it and 5.9 s with it (`bench/bench_train_malloc.py`); the speech trainer
+    without it took 37 minutes for its first 16 batches (sharing the cores with a CI run), with it 12 minutes an
+    epoch of 62."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-3, 1 << 30)        # M_MMAP_THRESHOLD
@@ -184,6 +185,7 @@ def run(family, model, optimizer, state, epochs, clip, save_minutes):
     """The resumable epoch loop: up to `epochs` epochs of family.epoch_batches, each step forward (family.batch_loss),
     backward, gradient clipping at `clip`, optimizer step; OUT/last.pt every `save_minutes` and after each epoch.
     An epoch stopped on its last batch is still validated: it is complete."""
+    keep_freed_memory()
     position = family.position_key
     timer = Every(save_minutes)
     stop_reason = family.stop_before_start(state)

@@ -43,8 +43,7 @@ from attnlab.gguf import speech as speech_gguf
 from attnlab.gguf.common import is_gguf
 from attnlab.gguf.reader import read_gguf
 from attnlab.nn import listen_attend_spell as las
-from attnlab.train.loop import (Family, Logger, WallClock, keep_freed_memory, keep_last_epochs, resume, run,
-                               save_checkpoint)
+from attnlab.train.loop import Family, Logger, WallClock, keep_last_epochs, resume, run, save_checkpoint
 
 log = Logger(time_format="%Y-%m-%d %H:%M:%S")
 TRAIN_SOURCES = ("an4", "fsdd", "ljspeech", "synth")
@@ -343,7 +342,6 @@ def main(argv=None):
     if not 0 < args.synth_share <= 1:
         sys.exit(f"--synth-share {args.synth_share}: a share of the synthetic speech, above 0 and at most 1")
     torch.set_num_threads(args.threads)
-    keep_freed_memory()
     os.makedirs(args.out, exist_ok=True)
     if log.f is not None:   # an earlier main() in this process (tests) logged elsewhere
         log.f.close()

@@ -16,8 +16,8 @@ from attnlab.gguf.common import TRAINING_CORPUS_KEY, is_gguf
 from attnlab.gguf.reader import read_gguf
 from attnlab.nn.decoding import PAD_ID
 from attnlab.paths import ROOT
-from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_freed_memory,
-                                keep_last_epochs, load_if_exists, run)
+from attnlab.train.loop import (Family, Logger, WallClock, atomic_save, capture_rng, keep_last_epochs,
+                                load_if_exists, run)
 
 
 def add_training_options(p, max_tokens, max_len, epochs, patience, log_every):
@@ -106,7 +106,6 @@ def start_training(args):
     -> (log, (paths, sp_src, sp_tgt, src_ids, tgt_ids, val_src, val_ref), checkpoint or None)."""
     check_training_options(args)
     torch.set_num_threads(args.threads)
-    keep_freed_memory()
     os.makedirs(args.out, exist_ok=True)
     log = Logger(os.path.join(args.out, "train.log"))
     data = load_training_data(args)
