@@ -26,9 +26,10 @@ def main(argv=None):
     ap.add_argument("--lm", required=True, help="a char_lm checkpoint (.pt) or a speech GGUF file with an LM")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    lm = speech.load(args.lm).lm if args.lm.endswith(".gguf") else speech.load_lm(args.lm)
-    if lm is None:
-        raise SystemExit(f"{args.lm}: no language model in this file")
+    try:
+        lm = speech.load_lm(args.lm)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     for name, lines in dev_transcripts().items():
         print(json.dumps({"lm": args.lm, "set": name, "lines": len(lines),
                           "bits_per_char": round(bits_per_character(lm, lines), 3)}), flush=True)
