@@ -2,10 +2,11 @@
 # Where the npm API's time goes, by function, in wasm: relinks build/wasm's engine with function names
 # (--profiling-funcs, into build/profile/dist), translates the first 48 test2016 sentences greedily through the
 # module in Node under --cpu-prof, and prints each function's share of the samples. --paragraphs profiles the
-# paragraph benchmark's work instead: 6 paragraphs of 8 sentences, beam 4, through translate(texts[]); with
-# --shortlist FILE, the model decodes with that translation shortlist; --link-only stops after the relink (the named
+# paragraph benchmark's work instead: 6 paragraphs of 8 sentences, beam 4, through translate(texts[]); --encoder
+# the call bench_translate.mjs measures the encoder with: translate(text, { beam: 1, maxLength: 1 }), the encoder and
+# one step, 30 times over the 48 sentences; with --shortlist FILE, the model decodes with that translation shortlist; --link-only stops after the relink (the named
 # build in build/profile/web, which bench/profile_load.mjs --root build/profile serves).
-#   bash bench/profile_api.sh [MODEL.gguf] [--paragraphs] [--shortlist FILE] [--link-only]
+#   bash bench/profile_api.sh [MODEL.gguf] [--paragraphs | --encoder] [--shortlist FILE] [--link-only]
 #   (default: the shipped Bahdanau EN->DE f16; needs npm run build)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -16,6 +17,7 @@ shortlist=
 while [ $# -gt 0 ]; do
   case "$1" in
     --paragraphs) mode=paragraphs ;;
+    --encoder) mode=encoder ;;
     --shortlist) shortlist=$2; shift ;;
     --link-only) mode=none ;;
     *) model=$1 ;;
@@ -36,6 +38,8 @@ const shortlist = process.argv[4] ? readFileSync(process.argv[4]) : undefined;
 const model = await loadModel(readFileSync(process.argv[2]), { useWorker: false, shortlist });
 if (process.argv[3] === 'paragraphs') {
   for (let p = 0; p < 6; ++p) await model.translate(lines.slice(p * 8, p * 8 + 8), { beam: 4 });
+} else if (process.argv[3] === 'encoder') {
+  for (let round = 0; round < 30; ++round) for (const line of lines) await model.translate(line, { beam: 1, maxLength: 1 });
 } else {
   for (const line of lines) await model.translate(line, { beam: 1 });
 }
