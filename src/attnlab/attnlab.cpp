@@ -668,9 +668,11 @@ Transcription Model::transcribe(const float* samples, std::size_t count, int sam
                                                 " s, at most " + std::to_string(static_cast<int>(kMaxTranscribeSeconds)) +
                                                 " s can be transcribed at once");
     const audio::Features features = audio::compute_features(samples, count, sample_rate);
-    check(static_cast<int>(features.mfcc.shape()[0]) >= models::kMinSpeechFrames,
-          "the audio is too short: " + std::to_string(static_cast<int>(seconds * 1000)) +
-              " ms; the recognizer needs at least 4 feature frames (about 50 ms)");
+    const int fewest = models::min_speech_frames(model.config);
+    check(static_cast<int>(features.mfcc.shape()[0]) >= fewest,
+          "the audio is too short: " + std::to_string(static_cast<int>(seconds * 1000)) + " ms; the recognizer needs at least " +
+              std::to_string(fewest) + " feature frames (about " +
+              std::to_string(((fewest - 1) * audio::kFrameShift + audio::kFrameLength) * 1000 / audio::kFeatureRate) + " ms)");
     Transcription out = transcribe_mfcc(model, features.mfcc, options);
     out.spectrogram_frames = static_cast<int>(features.log_mel.shape()[0]);
     out.spectrogram.assign(features.log_mel.data(), features.log_mel.data() + features.log_mel.size());

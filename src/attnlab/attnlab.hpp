@@ -314,8 +314,9 @@ public:
                              const CaptionOptions& options = {}) const;
 
     // Transcribes mono audio samples in [-1, 1] at sample_rate (8000..48000 Hz; resampled to 16 kHz). Throws
-    // attnlab::Error for a model that cannot transcribe, empty, too short (< 4 feature frames, ~50 ms), too long
-    // (> kMaxTranscribeSeconds) or non-finite audio, an unsupported rate or bad options.
+    // attnlab::Error for a model that cannot transcribe, empty, too short (fewer feature frames than the model's
+    // time reduction: 4, about 55 ms, for the shipped one), too long (> kMaxTranscribeSeconds) or non-finite audio,
+    // an unsupported rate or bad options.
     Transcription transcribe(const float* samples, std::size_t count, int sample_rate,
                              const TranscribeOptions& options = {}) const;
     // Transcribes the bytes of a WAV or FLAC file (audio::parse_audio decodes them); throws attnlab::Error for

@@ -3,8 +3,8 @@
 // (python/attnlab/golden/speech.py -> tests/fixtures/speech/las{,.q8_0,.expected}.gguf), layer by layer, step by
 // step and through greedy and beam search; the CTC head and the joint CTC/attention search against its Python twin
 // (nn/joint_decoding.py); the character language model and shallow fusion (las-lm{,.expected}.gguf, nn/char_lm.py);
-// the Q8_0 export (written without the head); and the refusals: files of another kind or shape, features too short
-// or malformed, CTC and LM weights out of range.
+// the Q8_0 export (written without the head); a listener of three layers (las-3{,.expected}.gguf); and the refusals:
+// files of another kind or shape, features too short or malformed, CTC and LM weights out of range.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -531,10 +531,22 @@ TEST_CASE("speech recognizer: files of another kind or shape are refused with a 
         patch_metadata(wrong, "attnlab.las.vocab_size", uint32_t{31});
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
                              doctest::Contains("character table"), Error);
-        wrong = bytes;
+        for (uint32_t reduction : {0u, 1u, 6u, 32u}) {   // not 2^L for L = 1..kMaxSpeechListenerLayers
+            CAPTURE(reduction);
+            wrong = bytes;
+            patch_metadata(wrong, "attnlab.las.time_reduction", reduction);
+            const std::string message = reduction == 0 ? "time_reduction" : "reduces time by " + std::to_string(reduction);
+            CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
+                                 doctest::Contains(message.c_str()), Error);
+        }
+        wrong = bytes;   // three layers' reduction for a file of two: its third layer is missing
         patch_metadata(wrong, "attnlab.las.time_reduction", uint32_t{8});
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
-                             doctest::Contains("reduces time by 8"), Error);
+                             doctest::Contains("listener.2"), Error);
+        wrong = bytes;   // one layer's: the file's second would be left unread
+        patch_metadata(wrong, "attnlab.las.time_reduction", uint32_t{2});
+        CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
+                             doctest::Contains("more listener layers"), Error);
         wrong = bytes;
         patch_metadata(wrong, "attnlab.las.frame_rate", uint32_t{0});
         CHECK_THROWS_WITH_AS(models::load_speech_recognizer(gguf::File::from_bytes(wrong)),
@@ -574,7 +586,8 @@ TEST_CASE("speech recognizer: too short or malformed features are refused, and t
         const Matrix cut = xt::view(features, xt::range(0, frames), xt::all());
         CHECK_THROWS_WITH_AS(models::listen(model, cut), doctest::Contains("too short"), Error);
     }
-    const Matrix shortest = xt::view(features, xt::range(0, models::kMinSpeechFrames), xt::all());
+    REQUIRE(models::min_speech_frames(model.config) == 4);
+    const Matrix shortest = xt::view(features, xt::range(0, models::min_speech_frames(model.config)), xt::all());
     const models::SpeechEncoded encoded = models::listen(model, shortest);
     REQUIRE(rows(encoded.annotations) == 1);
     const models::SpeechDecoder decoder(model, encoded);
@@ -589,4 +602,57 @@ TEST_CASE("speech recognizer: too short or malformed features are refused, and t
     Matrix with_inf = features;
     with_inf(0, 0) = std::numeric_limits<float>::infinity();
     CHECK_THROWS_AS(models::listen(model, with_inf), Error);
+}
+
+TEST_CASE("speech recognizer: a listener of three layers matches PyTorch (annotations, greedy and beam-3 search)") {
+    const models::SpeechRecognizer model = models::load_speech_recognizer(gguf::File::open(fixture("las-3.gguf")));
+    const gguf::File expected = gguf::File::open(fixture("las-3.expected.gguf"));
+    REQUIRE(model.listener.size() == 3);
+    CHECK(model.config.time_reduction == 8);
+    CHECK(models::annotation_seconds(model.config) == doctest::Approx(0.08));
+    const int E2 = 2 * model.config.encoder_hidden;
+
+    const Matrix probe_features = expected.load_f32<2>(utterance(0) + "features", {-1, 13});
+    const models::SpeechEncoded probe = models::listen(model, probe_features);
+    const int probe_S = rows(probe_features) / 8;
+    const Matrix annotations = expected.load_f32<2>("probe.annotations", {probe_S, E2});
+    REQUIRE(probe.annotations.shape() == annotations.shape());
+    const std::vector<float> s0 = expected.load_f32_flat("probe.s0");
+    const double annotation_error = max_abs_diff(probe.annotations.data(), annotations.data(), annotations.size());
+    const double s0_error = max_abs_diff(probe.initial_state.data(), s0.data(), s0.size());
+
+    const int utterances = int(expected.get_u32("expected.utterances"));
+    decode::SearchOptions beam = models::speech_search_options(int(expected.get_u32("expected.beam")));
+    beam.length_penalty = expected.get_f32("expected.alpha");
+    double attention_error = 0;
+    int learned = 0;
+    for (int i = 0; i < utterances; ++i) {
+        const std::string p = utterance(i);
+        CAPTURE(i);
+        const Matrix features = expected.load_f32<2>(p + "features", {-1, 13});
+        const models::SpeechEncoded encoded = models::listen(model, features);
+        const int S = rows(encoded.annotations);
+        CHECK(S == rows(features) / 8);
+        const models::SpeechDecoder decoder(model, encoded);
+        const decode::Hypothesis greedy = decode::search(decoder, models::speech_search_options());
+        REQUIRE(greedy.tokens == expected.get_i32_array(p + "greedy_ids"));
+        const std::string transcript = expected.get_string(p + "transcript");
+        learned += !transcript.empty() && models::spell(model, greedy.tokens) == transcript;
+        const int L = int(greedy.tokens.size());
+        const Matrix attention = expected.load_f32<2>(p + "greedy_attention", {L, S});
+        for (int t = 0; t < L; ++t)
+            attention_error = std::max(attention_error, max_abs_diff(greedy.attention[t].data(), attention.data() + std::size_t(t) * S, S));
+        CHECK(decode::search(decoder, beam).tokens == expected.get_i32_array(p + "beam_ids"));
+    }
+    MESSAGE("three listener layers, max |engine - PyTorch|: annotations " << annotation_error << ", s0 " << s0_error
+                                                                          << ", greedy attention " << attention_error);
+    CHECK(annotation_error < 1e-4);
+    CHECK(s0_error < 1e-4);
+    CHECK(attention_error < 1e-4);
+    CHECK(learned == 6);   // the fixture spells its six transcripts
+
+    const Matrix seven = xt::view(probe_features, xt::range(0, 7), xt::all());
+    CHECK_THROWS_WITH_AS(models::listen(model, seven), doctest::Contains("needs at least 8"), Error);
+    const Matrix eight = xt::view(probe_features, xt::range(0, 8), xt::all());
+    CHECK(rows(models::listen(model, eight).annotations) == 1);
 }

@@ -1,6 +1,6 @@
 """The speech recognizer's GGUF schema (attnlab.gguf.speech): the keys the engine reads, the tensors it stores and
-how (the CTC head and its decoding weight included, or left out on request), and a file read back into the same
-PyTorch model."""
+how (the CTC head and its decoding weight included, or left out on request), the listener's depth, and a file read
+back into the same PyTorch model."""
 import os
 import tempfile
 import unittest
@@ -85,6 +85,23 @@ class SpeechSchemaTest(unittest.TestCase):
         feats = torch.randn(1, 37, 13) * 3
         self.assertEqual(loaded.greedy(feats, torch.tensor([37]), max_len=12)[0],
                          self.model.greedy(feats, torch.tensor([37]), max_len=12)[0])
+
+    def test_listener_depth(self):
+        deeper = ListenAttendSpell(Config(listener_layers=3, **SMALL)).eval()
+        self.assertEqual([name for name in deeper.state_dict() if name.endswith("weight_ih_l0")],
+                         ["listener.0.weight_ih_l0", "listener.1.weight_ih_l0", "listener.2.weight_ih_l0"])
+        path = self.written("f16", deeper)
+        meta = {k: v for k, _, v in read_gguf(path)[1]}
+        self.assertEqual(meta[speech.ARCH + ".time_reduction"], 8)
+        loaded = speech.load(path)
+        self.assertEqual(loaded.cfg.listener_layers, 3)
+        h, lengths, _ = loaded.listen(torch.randn(1, 37, 13), torch.tensor([37]))
+        self.assertEqual((h.shape[1], int(lengths[0])), (4, 4))   # one annotation per 8 frames
+        with self.assertRaisesRegex(ValueError, "needs 8 frames, 80 ms"):
+            loaded.listen(torch.randn(1, 7, 13), torch.tensor([7]))
+        for layers in (0, 5):
+            with self.assertRaises(ValueError):
+                Config(listener_layers=layers)
 
     def test_refusals(self):
         with self.assertRaises(ValueError):

@@ -6,8 +6,9 @@
 //                           WAV or FLAC (told apart by their first bytes) go to the engine as bytes; in a browser any
 //                           other format is decoded by the page's decodeAudioData (an OfflineAudioContext), in Node
 //                           it is refused
-// The engine then refuses empty, too short (under 4 feature frames, ~50 ms), too long (over its maxSeconds) and
-// non-finite audio, and rates outside 8..48 kHz, each with its own message.
+// The engine then refuses empty, too short (fewer feature frames than the model's time reduction: 4, about 55 ms,
+// for the shipped one), too long (over its maxSeconds) and non-finite audio, and rates outside 8..48 kHz, each with
+// its own message.
 
 import { isNode, loadEngine } from './engine.mjs';
 import { AttnlabError } from './errors.mjs';

@@ -26,7 +26,8 @@ Metadata keys:
     attnlab.las.location_width               the location filters' width (odd)
     attnlab.las.vocab_size                   V = len(characters)
     attnlab.las.frame_rate                   input frames per second (100)
-    attnlab.las.time_reduction               input frames per annotation (4: two pair-stacking listener layers)
+    attnlab.las.time_reduction               input frames per annotation, 2^L for L pair-stacking listener layers
+                                             (4: two, the shipped model's)
     attnlab.las.characters                   string array [V]: id -> "<pad>", "<unk>", "<s>", "</s>", " ", "'", "a".."z"
     attnlab.las.ctc_weight                   float32, only with the CTC head: the decoding weight lambda of the joint
                                              score (1 - lambda) log p_att + lambda log p_ctc (default: the training
@@ -44,11 +45,10 @@ from attnlab.gguf.common import add_model_identity, add_state_dict, check_archit
 from attnlab.gguf.reader import read_gguf_tensors
 from attnlab.gguf.writer import GGUFWriter
 from attnlab.nn.char_lm import CharLM, LMConfig
-from attnlab.nn.listen_attend_spell import VOCAB, Config, ListenAttendSpell
+from attnlab.nn.listen_attend_spell import MAX_LISTENER_LAYERS, VOCAB, Config, ListenAttendSpell
 
 ARCH = "attnlab.las"
 FRAME_RATE = 100        # attnlab.audio.features: 10 ms hop
-TIME_REDUCTION = 4      # two listener layers, each stacking frame pairs
 CTC_HEAD = ("ctc.",)
 DEFAULT_CTC_WEIGHT = 0.3   # the training loss's default (attnlab.train.speech --ctc-weight)
 LM_PREFIX = "lm."
@@ -124,7 +124,7 @@ def write(model_or_checkpoint, dtype, out, name="speech-las", ctc=True, ctc_weig
     w.add_uint32(p + "location_width", cfg.loc_width)
     w.add_uint32(p + "vocab_size", cfg.vocab)
     w.add_uint32(p + "frame_rate", FRAME_RATE)
-    w.add_uint32(p + "time_reduction", TIME_REDUCTION)
+    w.add_uint32(p + "time_reduction", cfg.time_reduction)
     w.add_array(p + "characters", list(VOCAB), "string")
     if ctc:
         w.add_float32(p + "ctc_weight", float(ctc_weight))
@@ -148,15 +148,18 @@ def write(model_or_checkpoint, dtype, out, name="speech-las", ctc=True, ctc_weig
 def config_from_metadata(meta):
     """The Config write() stored under ARCH (dropout 0: the model is for inference)."""
     p = ARCH + "."
-    if meta.get(p + "frame_rate") != FRAME_RATE or meta.get(p + "time_reduction") != TIME_REDUCTION:
+    reductions = {2 ** layers: layers for layers in range(1, MAX_LISTENER_LAYERS + 1)}
+    if meta.get(p + "frame_rate") != FRAME_RATE or meta.get(p + "time_reduction") not in reductions:
         raise ValueError(f"frame_rate {meta.get(p + 'frame_rate')} / time_reduction {meta.get(p + 'time_reduction')}: "
-                         f"ListenAttendSpell reads {FRAME_RATE} frames/s and reduces them by {TIME_REDUCTION}")
+                         f"ListenAttendSpell reads {FRAME_RATE} frames/s and reduces them by 2^L, "
+                         f"L = 1..{MAX_LISTENER_LAYERS} listener layers")
     if tuple(meta[p + "characters"]) != VOCAB:
         raise ValueError("the file's character table is not attnlab.nn.listen_attend_spell.VOCAB")
     return Config(feat_dim=meta[p + "feature_size"], enc_hidden=meta[p + "encoder_hidden_size"],
                   dec_hidden=meta[p + "decoder_hidden_size"], emb=meta[p + "embedding_size"],
                   attn_dim=meta[p + "attention_size"], loc_filters=meta[p + "location_filters"],
-                  loc_width=meta[p + "location_width"], vocab=meta[p + "vocab_size"], dropout=0.0)
+                  loc_width=meta[p + "location_width"], vocab=meta[p + "vocab_size"], dropout=0.0,
+                  listener_layers=reductions[meta[p + "time_reduction"]])
 
 
 def load(path):

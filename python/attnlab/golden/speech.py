@@ -40,6 +40,9 @@ Files:
       utterance.<i>.lm_joint_greedy_ids / .lm_joint_beam_ids   joint_search at beam 1 and 3, ctc_weight 0.3 and
                                          the LM at lm_weight
       utterance.<i>.lm_only_beam_ids     joint_search at beam 3 with ctc_weight 0 and the LM at lm_weight
+  las-3.gguf          a model of the same sizes with three listener layers (one annotation per 8 frames), trained the
+                      same way (f32, CTC head, ctc_weight 0.3)
+  las-3.expected.gguf what PyTorch computes for las-3.gguf, as las.expected.gguf holds for las.gguf
 """
 import argparse
 import os
@@ -92,10 +95,10 @@ def batch(features):
     return x, lengths
 
 
-def train_model(features, transcripts, steps, seed):
+def train_model(features, transcripts, steps, seed, listener_layers=2):
     """Full-batch Adam on the joint loss, no label smoothing: the transcripts are memorized with clear margins."""
     torch.manual_seed(seed)
-    model = ListenAttendSpell(Config(dropout=0.1, **SIZES))
+    model = ListenAttendSpell(Config(dropout=0.1, listener_layers=listener_layers, **SIZES))
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     x, lengths = batch(features)
     targets = [encode_transcript(t) for t in transcripts]
@@ -236,7 +239,7 @@ def write_expected(path, model, inputs):
         w.add_array(p + "ctc_beam_ids", ctc_best, "int32")
         if i == 0:
             add_probe(w, model, features, tokens)
-        S = len(features) // 4
+        S = len(features) // model.cfg.time_reduction
         summary.append((transcript, decode_ids(tokens), decode_ids(best), decode_ids(joint_best), decode_ids(ctc_best),
                         len(tokens) < int(MAX_LEN_A * S + MAX_LEN_B)))
     w.write()
@@ -320,12 +323,23 @@ def main(argv=None):
     with_lm = speech.load(lm_path)
     assert with_lm.lm is not None and abs(with_lm.lm_weight - LM_WEIGHT) < 1e-6, "the LM not stored"
     lm_summary = write_lm_expected(os.path.join(args.out, "las-lm.expected.gguf"), model, with_lm.lm, trained + unseen)
+    deeper, deeper_loss = train_model([f for f, _ in trained], [t for _, t in trained], args.steps, args.seed,
+                                      listener_layers=3)
+    deeper_path = os.path.join(args.out, "las-3.gguf")
+    speech.write({"config": deeper.cfg.to_dict(), "model": deeper.state_dict()}, "f32", deeper_path,
+                 name="speech-las-3-fixture", ctc_weight=CTC_WEIGHT)
+    assert speech.load(deeper_path).cfg.listener_layers == 3, "the listener's depth not stored"
+    deeper_summary = write_expected(os.path.join(args.out, "las-3.expected.gguf"), deeper, trained + unseen)
     sizes = {name: os.path.getsize(os.path.join(args.out, name)) for name in sorted(os.listdir(args.out))}
-    print(f"loss {final_loss:.3f}, LM loss {lm_loss:.3f}; tensors f32 {counts}, q8_0 {q8_counts}; "
+    print(f"loss {final_loss:.3f}, LM loss {lm_loss:.3f}, three listener layers {deeper_loss:.3f}; "
+          f"tensors f32 {counts}, q8_0 {q8_counts}; "
           + ", ".join(f"{name} {size / 1e3:.0f} KB" for name, size in sizes.items()))
     for (transcript, greedy, best, joint, ctc, ended), (fused, lm_only) in zip(summary, lm_summary):
         print(f"    {'EOS' if ended else 'MAX'} {transcript!r:18} greedy {greedy!r:18} beam {best!r:18} "
               f"joint {joint!r:18} ctc {ctc!r:18} +LM {fused!r:18} LM, no CTC {lm_only!r}")
+    for transcript, greedy, best, joint, ctc, ended in deeper_summary:
+        print(f"  3 {'EOS' if ended else 'MAX'} {transcript!r:18} greedy {greedy!r:18} beam {best!r:18} "
+              f"joint {joint!r:18} ctc {ctc!r}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ Listener (pyramidal: every layer halves the frame rate by stacking neighbouring 
     g     = BiGRU_0(u)                                    [2*enc_hidden]  (tensors `listener.0.*`)
     u'_t  = [g_{2t-1} ; g_{2t}]                           [4*enc_hidden]  25 frames/s
     h     = BiGRU_1(u')                                   [2*enc_hidden]  (tensors `listener.1.*`): annotations
+with Config.listener_layers = 2 (the default); each further layer stacks pairs of the previous one's outputs again
+(`listener.2.*`, ...), so L layers give one annotation per 2^L input frames.
 An odd frame count drops the last frame before stacking (the engine does the same).
 Initial decoder state: s_0 = tanh(W_init.[->h_S ; <-h_1] + b_init)  (`init.*`).
 
@@ -41,6 +43,7 @@ VOCAB = SPECIALS + tuple(ALPHABET)
 CHAR_IDS = {c: i for i, c in enumerate(VOCAB) if i >= len(SPECIALS)}
 CTC_BLANK = PAD_ID
 NEVER_WRITTEN = (PAD_ID, 1, BOS_ID)   # the speller may end (EOS) but never writes these
+MAX_LISTENER_LAYERS = 4   # the engine's kMaxSpeechListenerLayers: one annotation per 16 frames (160 ms) at the most
 # AN4's per-coefficient std after CMN (../shared/data/README.md): features reach the listener at unit scale.
 AN4_FEATURE_STD = (2.90, 0.85, 0.42, 0.48, 0.31, 0.24, 0.22, 0.19, 0.18, 0.18, 0.14, 0.14, 0.15)
 
@@ -68,6 +71,16 @@ class Config:
     loc_width: int = 31
     vocab: int = len(VOCAB)
     dropout: float = 0.2
+    listener_layers: int = 2   # pyramidal BiGRU layers, each halving the frame rate (MAX_LISTENER_LAYERS at most)
+
+    def __post_init__(self):
+        if not 1 <= self.listener_layers <= MAX_LISTENER_LAYERS:
+            raise ValueError(f"listener_layers must be 1..{MAX_LISTENER_LAYERS}, got {self.listener_layers}")
+
+    @property
+    def time_reduction(self):
+        """Input frames per annotation."""
+        return 2 ** self.listener_layers
 
     def to_dict(self):
         return asdict(self)
@@ -104,8 +117,8 @@ class ListenAttendSpell(nn.Module):
         self.cfg = cfg
         E, H = cfg.enc_hidden, cfg.dec_hidden
         self.register_buffer("feature_scale", torch.tensor(AN4_FEATURE_STD[:cfg.feat_dim], dtype=torch.float32))
-        self.listener = nn.ModuleList([nn.GRU(2 * cfg.feat_dim, E, batch_first=True, bidirectional=True),
-                                       nn.GRU(4 * E, E, batch_first=True, bidirectional=True)])
+        self.listener = nn.ModuleList([nn.GRU(2 * cfg.feat_dim if i == 0 else 4 * E, E, batch_first=True,
+                                              bidirectional=True) for i in range(cfg.listener_layers)])
         self.init = nn.Linear(2 * E, H)
         self.embed = nn.Embedding(cfg.vocab, cfg.emb, padding_idx=PAD_ID)
         self.attn = LocationAttention(H, 2 * E, cfg.attn_dim, cfg.loc_filters, cfg.loc_width)
@@ -131,7 +144,8 @@ class ListenAttendSpell(nn.Module):
         for layer in self.listener:
             x, lengths = stack_pairs(x, lengths)
             if int(lengths.min()) < 1:
-                raise ValueError("an utterance is too short for the listener (needs 4 frames, 40 ms)")
+                frames = self.cfg.time_reduction
+                raise ValueError(f"an utterance is too short for the listener (needs {frames} frames, {10 * frames} ms)")
             packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
             x, _ = layer(packed)
             x, _ = nn.utils.rnn.pad_packed_sequence(x, batch_first=True, total_length=int(lengths.max()))

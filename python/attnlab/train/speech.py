@@ -297,6 +297,8 @@ def parse_args(argv=None):
     ap.add_argument("--loc-filters", type=int, default=cfg.loc_filters)
     ap.add_argument("--loc-width", type=int, default=cfg.loc_width)
     ap.add_argument("--dropout", type=float, default=cfg.dropout)
+    ap.add_argument("--listener-layers", type=int, default=cfg.listener_layers,
+                    help=f"pyramidal BiGRU layers, 1..{las.MAX_LISTENER_LAYERS}: one annotation per 2^L frames")
     ap.add_argument("--ctc-weight", type=float, default=0.3)
     ap.add_argument("--label-smoothing", type=float, default=0.1)
     ap.add_argument("--time-masks", type=int, default=2)
@@ -358,7 +360,8 @@ def main(argv=None):
     train += [item for item in train if item[0] != "synth"] * (args.real_repeat - 1)
     dev = collect(stores, "dev", DEV_SOURCES, args.dev_limit)
     cfg = las.Config(enc_hidden=args.enc_hidden, dec_hidden=args.dec_hidden, emb=args.emb, attn_dim=args.attn_dim,
-                     loc_filters=args.loc_filters, loc_width=args.loc_width, dropout=args.dropout)
+                     loc_filters=args.loc_filters, loc_width=args.loc_width, dropout=args.dropout,
+                     listener_layers=args.listener_layers)
     if init is not None:
         cfg = las.Config(**init["config"])
     elif resuming and args.init:

@@ -55,10 +55,12 @@ SpeechRecognizer load_speech_recognizer(const gguf::File& file) {
     c.vocab = metadata_size(file, p + "vocab_size");
     c.frame_rate = metadata_size(file, p + "frame_rate");
     c.time_reduction = metadata_size(file, p + "time_reduction");
-    check(c.time_reduction == 1 << kSpeechListenerLayers,
-          "this speech model reduces time by " + std::to_string(c.time_reduction) + "; the engine's listener (" +
-              std::to_string(kSpeechListenerLayers) + " pair-stacking layers) reduces it by " +
-              std::to_string(1 << kSpeechListenerLayers));
+    int layers = 1;
+    while (layers < kMaxSpeechListenerLayers && 1 << layers != c.time_reduction) ++layers;
+    check(1 << layers == c.time_reduction,
+          "this speech model reduces time by " + std::to_string(c.time_reduction) + "; the engine's listener has 1 to " +
+              std::to_string(kMaxSpeechListenerLayers) + " pair-stacking layers, each halving it (2 to " +
+              std::to_string(1 << kMaxSpeechListenerLayers) + ")");
 
     model.characters = file.get_string_array(p + "characters");
     check(static_cast<int>(model.characters.size()) == c.vocab,
@@ -76,8 +78,12 @@ SpeechRecognizer load_speech_recognizer(const gguf::File& file) {
     model.feature_scale = nn::load_vector(file, "feature_scale", c.feature_size);
     for (float scale : model.feature_scale)
         check(std::isfinite(scale) && scale > 0, "the speech model's feature_scale must be positive and finite");
-    model.listener[0] = nn::load_bigru(file, "listener.0", 2 * c.feature_size, E);
-    model.listener[1] = nn::load_bigru(file, "listener.1", 2 * memory, E);
+    for (int layer = 0; layer < layers; ++layer)
+        model.listener.push_back(nn::load_bigru(file, "listener." + std::to_string(layer),
+                                                layer == 0 ? 2 * c.feature_size : 2 * memory, E));
+    check(!file.has_tensor("listener." + std::to_string(layers) + ".weight_ih_l0"),
+          "the speech model has more listener layers than its time_reduction (" + std::to_string(c.time_reduction) +
+              ") says");
     model.init = nn::load_linear(file, "init", memory, H);
     model.embedding = nn::load_linear_tensors(file, "embed.weight", "", c.embedding, c.vocab);
     model.attention = nn::load_location_attention(file, "attn", H, memory, c.attention_dim, c.location_filters,
@@ -112,6 +118,10 @@ double annotation_seconds(const SpeechRecognizerConfig& config) {
     return static_cast<double>(config.time_reduction) / static_cast<double>(config.frame_rate);
 }
 
+int min_speech_frames(const SpeechRecognizerConfig& config) {
+    return config.time_reduction;
+}
+
 Matrix normalize_features(const SpeechRecognizer& model, const Matrix& features) {
     const int F = model.config.feature_size;
     check(features.dimension() == 2 && cols(features) == F,
@@ -143,9 +153,10 @@ SpeechEncoded listen(const SpeechRecognizer& model, const Matrix& features) {
     const SpeechRecognizerConfig& c = model.config;
     Matrix x = normalize_features(model, features);
     const int T = rows(x);
-    check(T >= kMinSpeechFrames, "the utterance is too short to transcribe: " + std::to_string(T) + " feature frames, " +
-                                     "the listener needs at least " + std::to_string(kMinSpeechFrames) + " (" +
-                                     std::to_string(kMinSpeechFrames * 1000 / c.frame_rate) + " ms)");
+    const int fewest = min_speech_frames(c);
+    check(T >= fewest, "the utterance is too short to transcribe: " + std::to_string(T) + " feature frames, " +
+                           "the listener needs at least " + std::to_string(fewest) + " (" +
+                           std::to_string(fewest * 1000 / c.frame_rate) + " ms)");
     Matrix final_hidden;
     for (const nn::BiGRU& layer : model.listener) {
         nn::BiGRUOutput out = nn::bigru_forward(layer, stack_frame_pairs(x));

@@ -4,8 +4,9 @@
 // attnlab.gguf.speech) holds the weights, the sizes and the character table.
 //
 //   input:     MFCCs x [T, 13] at frame_rate (100) frames/s; x ← (x − mean_t x) / feature_scale    (CMN)
-//   listener:  two pyramidal BiGRU layers; each first stacks frame pairs [x_{2t} ; x_{2t+1}] (an odd count drops
-//              the last frame), so the annotations h [S, 2E] come at frame_rate / time_reduction (25) frames/s
+//   listener:  L pyramidal BiGRU layers (L = log2 time_reduction: 2 in the shipped model, 1 to 4 read); each
+//              first stacks frame pairs [x_{2t} ; x_{2t+1}] (an odd count drops the last frame), so the annotations
+//              h [S, 2E] come at frame_rate / time_reduction (25 with two layers) frames/s
 //              s_0 = tanh(W_init [→h_S ; ←h_1] + b_init)                                      [H]
 //   step i:    a_i = location_attend(s_{i-1}, h, a_{i-1})  (a_0 = one-hot on frame 0)  c_i = Σ_j a_ij h_j
 //              s_i = GRU([E[y_{i-1}] ; c_i], s_{i-1})
@@ -18,7 +19,6 @@
 //   LM:        a character language model (python/attnlab/nn/char_lm.py), optional in the file: g_0 = 0,
 //              g_i = GRU(E_lm[y_{i-1}], g_{i-1}) (y_0 = <s>), log p_lm(y_i | y_<i) = log_softmax(W_lm g_i + b_lm);
 //              the search adds β log p_lm to each candidate (shallow fusion).
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,9 +35,8 @@ class File;
 
 namespace attnlab::models {
 
-constexpr int kSpeechListenerLayers = 2;
-// Two halvings leave one annotation only from 4 input frames (40 ms at 100 frames/s).
-constexpr int kMinSpeechFrames = 4;
+// Pair-stacking listener layers a file may have (python/attnlab/nn/listen_attend_spell.py's MAX_LISTENER_LAYERS).
+constexpr int kMaxSpeechListenerLayers = 4;
 // ListenAttendSpell.greedy's output limit: 2 characters per annotation (12.5 ms) plus 10.
 constexpr float kSpeechMaxLengthRatio = 2.0f;
 constexpr int kSpeechMaxLengthExtra = 10;
@@ -56,7 +55,7 @@ struct SpeechRecognizerConfig {
     int location_width = 0;    // the location filters' width (odd)
     int vocab = 0;             // V: the characters, specials included
     int frame_rate = 0;        // input frames per second (100)
-    int time_reduction = 0;    // input frames per annotation (4: two pair-stacking layers)
+    int time_reduction = 0;    // input frames per annotation: 2^L for L pair-stacking listener layers
     int lm_embedding = 0;      // the language model's character embedding (0: the file has no LM)
     int lm_hidden = 0;         // its GRU's hidden size
 };
@@ -64,7 +63,7 @@ struct SpeechRecognizerConfig {
 struct SpeechRecognizer {
     SpeechRecognizerConfig config;
     Vector feature_scale;                                   // [feature_size], divides the mean-normalized MFCCs
-    std::array<nn::BiGRU, kSpeechListenerLayers> listener;  // 2·feature_size -> 2E, then 4E -> 2E
+    std::vector<nn::BiGRU> listener;                        // [L]: 2·feature_size -> 2E, then 4E -> 2E
     nn::Linear init;                                        // [H, 2E]
     nn::Linear embedding;                                   // [V, emb] as a table (rows are looked up; may be Q8_0)
     nn::LocationAttentionParams attention;                  // query s [H], keys h_j [2E]
@@ -89,6 +88,8 @@ SpeechRecognizer load_speech_recognizer(const gguf::File& file);
 
 // Seconds of audio one annotation covers (time_reduction / frame_rate: 0.04): annotation j starts at j times this.
 double annotation_seconds(const SpeechRecognizerConfig& config);
+// The fewest feature frames the listener takes: time_reduction (its halvings leave one annotation from that many).
+int min_speech_frames(const SpeechRecognizerConfig& config);
 
 // features [T, feature_size] -> (x − the utterance's mean frame) / feature_scale [T, feature_size]
 Matrix normalize_features(const SpeechRecognizer& model, const Matrix& features);
@@ -102,7 +103,7 @@ struct SpeechEncoded {
     Matrix ctc_log_probabilities;  // log_softmax of the CTC head [S, V]; empty when the model has no head
 };
 
-// features [T, feature_size] (raw MFCCs, finite, T >= kMinSpeechFrames) -> annotations, keys, s_0 (and the CTC
+// features [T, feature_size] (raw MFCCs, finite, T >= min_speech_frames) -> annotations, keys, s_0 (and the CTC
 // log-probabilities when the model has the head)
 SpeechEncoded listen(const SpeechRecognizer& model, const Matrix& features);
 
