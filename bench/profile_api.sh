@@ -4,8 +4,9 @@
 # module in Node under --cpu-prof, and prints each function's share of the samples. --paragraphs profiles the
 # paragraph benchmark's work instead: 6 paragraphs of 8 sentences, beam 4, through translate(texts[]); --encoder
 # the call bench_translate.mjs measures the encoder with: translate(text, { beam: 1, maxLength: 1 }), the encoder and
-# one step, 30 times over the 48 sentences; with --shortlist FILE, the model decodes with that translation shortlist; --link-only stops after the relink (the named
-# build in build/profile/web, which bench/profile_load.mjs --root build/profile serves).
+# one step, 30 times over the 48 sentences; with --shortlist FILE, the model decodes with that translation shortlist;
+# --link-only stops after the relink (the named build in build/profile/web, which bench/profile_load.mjs --root
+# build/profile serves).
 #   bash bench/profile_api.sh [MODEL.gguf] [--paragraphs | --encoder] [--shortlist FILE] [--link-only]
 #   (default: the shipped Bahdanau EN->DE f16; needs npm run build)
 set -euo pipefail

@@ -670,9 +670,10 @@ Transcription Model::transcribe(const float* samples, std::size_t count, int sam
     const audio::Features features = audio::compute_features(samples, count, sample_rate);
     const int fewest = models::min_speech_frames(model.config);
     check(static_cast<int>(features.mfcc.shape()[0]) >= fewest,
-          "the audio is too short: " + std::to_string(static_cast<int>(seconds * 1000)) + " ms; the recognizer needs at least " +
-              std::to_string(fewest) + " feature frames (about " +
-              std::to_string(((fewest - 1) * audio::kFrameShift + audio::kFrameLength) * 1000 / audio::kFeatureRate) + " ms)");
+          "the audio is too short: " + std::to_string(static_cast<int>(seconds * 1000)) +
+              " ms; the recognizer needs at least " + std::to_string(fewest) + " feature frames (about " +
+              std::to_string(((fewest - 1) * audio::kFrameShift + audio::kFrameLength) * 1000 / audio::kFeatureRate) +
+              " ms)");
     Transcription out = transcribe_mfcc(model, features.mfcc, options);
     out.spectrogram_frames = static_cast<int>(features.log_mel.shape()[0]);
     out.spectrogram.assign(features.log_mel.data(), features.log_mel.data() + features.log_mel.size());

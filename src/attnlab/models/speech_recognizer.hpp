@@ -37,7 +37,8 @@ namespace attnlab::models {
 
 // Pair-stacking listener layers a file may have (python/attnlab/nn/listen_attend_spell.py's MAX_LISTENER_LAYERS).
 constexpr int kMaxSpeechListenerLayers = 4;
-// ListenAttendSpell.greedy's output limit: 2 characters per annotation (12.5 ms) plus 10.
+// ListenAttendSpell.greedy's output limit: 2 characters per annotation (one per 20 ms with two listener layers)
+// plus 10.
 constexpr float kSpeechMaxLengthRatio = 2.0f;
 constexpr int kSpeechMaxLengthExtra = 10;
 // The joint search's CTC weight λ for a file that has the head but no attnlab.las.ctc_weight (the training default).
