@@ -401,7 +401,7 @@ function showCell(t, i, j) {
 }
 
 // The tooltip of attention cell (character i, encoder frame j): the weight, the raw location-aware score, rank and
-// the row's entropy, and the 40 ms of audio the frame covers.
+// the row's entropy, and the stretch of audio the frame covers (t.frameSeconds: 40 ms for the shipped recognizer).
 function cellLines(t, i, j) {
   const row = matrixRow(t.attention, i);
   const score = t.scores ? t.scores.data[i * t.scores.cols + j] : null;
@@ -419,7 +419,7 @@ function drawTools(t, beam) {
     legend({ stops: [0, 0.25, 0.5, 0.75, 1].map((v) => `rgb(${ramp(v).join(', ')})`).join(', '),
              low: 'quiet', high: 'loud', meaning: 'spectrogram: log-mel energy of each 10 ms frame and band' }),
     legend({ from: 'rgba(194, 65, 12, 0)', to: 'rgb(194, 65, 12)', low: '0', high: 'peak',
-             meaning: 'attention: each character\'s weight over the 40 ms frames, relative to its strongest frame (each row sums to 1)' }),
+             meaning: `attention: each character's weight over the ${Math.round(t.frameSeconds * 1000)} ms frames, relative to its strongest frame (each row sums to 1)` }),
     exportBar({ name, label: 'speech attention', png: () => canvasToPng(stackedCanvas()),
                 svg: () => heatmapSvg({ rowLabels: t.characters.map(charLabel), colLabels: Array.from({ length: t.attention.cols }, (_, j) => frameLabel(j)),
                                         weights: t.attention.data, rows: t.attention.rows, cols: t.attention.cols, colour: '194, 65, 12',
