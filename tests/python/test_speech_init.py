@@ -106,6 +106,24 @@ class SpeechInitTest(unittest.TestCase):
         ck = torch.load(os.path.join(out, "last.pt"), map_location="cpu")
         self.assertEqual(ck["state"]["epoch"], 2)
 
+    def test_listener_depth(self):
+        out = os.path.join(self.dir.name, "deeper")
+        sizes = ["--enc-hidden", "8", "--dec-hidden", "16", "--emb", "8", "--attn-dim", "8", "--loc-filters", "2",
+                 "--loc-width", "5"]
+        train(self.flags(out, *sizes, "--listener-layers", "3", "--epochs", "1"))
+        ck = torch.load(os.path.join(out, "last.pt"), map_location="cpu")
+        self.assertEqual(ck["config"]["listener_layers"], 3)
+        self.assertIn("listener.2.weight_ih_l0", ck["model"])
+        # --init keeps the file's model: a depth that disagrees is refused before anything is written.
+        refused = os.path.join(self.dir.name, "refused-depth")
+        with self.assertRaises(SystemExit) as e:
+            train(self.flags(refused, "--init", self.gguf, "--listener-layers", "3", "--epochs", "1"))
+        self.assertIn("has 2 listener layers", str(e.exception))
+        with self.assertRaises(SystemExit) as e:
+            train(self.flags(refused, "--listener-layers", "5", "--epochs", "1"))
+        self.assertIn("1 to 4", str(e.exception))
+        self.assertFalse(os.path.exists(os.path.join(refused, "last.pt")))
+
     def test_checkpoint_keeps_its_own_configuration(self):
         path = os.path.join(self.dir.name, "tiny.pt")
         cfg = las.Config(dropout=0.1, **TINY)

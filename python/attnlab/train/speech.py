@@ -297,8 +297,9 @@ def parse_args(argv=None):
     ap.add_argument("--loc-filters", type=int, default=cfg.loc_filters)
     ap.add_argument("--loc-width", type=int, default=cfg.loc_width)
     ap.add_argument("--dropout", type=float, default=cfg.dropout)
-    ap.add_argument("--listener-layers", type=int, default=cfg.listener_layers,
-                    help=f"pyramidal BiGRU layers, 1..{las.MAX_LISTENER_LAYERS}: one annotation per 2^L frames")
+    ap.add_argument("--listener-layers", type=int, default=None,
+                    help=f"pyramidal BiGRU layers, 1..{las.MAX_LISTENER_LAYERS}: one annotation per 2^L frames "
+                         f"(default {cfg.listener_layers}; with --init, the file's)")
     ap.add_argument("--ctc-weight", type=float, default=0.3)
     ap.add_argument("--label-smoothing", type=float, default=0.1)
     ap.add_argument("--time-masks", type=int, default=2)
@@ -343,6 +344,8 @@ def main(argv=None):
     args = parse_args(argv)
     if not 0 < args.synth_share <= 1:
         sys.exit(f"--synth-share {args.synth_share}: a share of the synthetic speech, above 0 and at most 1")
+    if args.listener_layers is not None and not 1 <= args.listener_layers <= las.MAX_LISTENER_LAYERS:
+        sys.exit(f"--listener-layers {args.listener_layers}: 1 to {las.MAX_LISTENER_LAYERS} pyramidal layers")
     torch.set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)
     if log.f is not None:   # an earlier main() in this process (tests) logged elsewhere
@@ -352,6 +355,10 @@ def main(argv=None):
     resuming = os.path.exists(last_path)
     # Checked before the features are read: a wrong file fails at once.
     init = initial_weights(args.init, args.dropout) if args.init and not resuming else None
+    if init is not None and args.listener_layers not in (None, init["config"].get("listener_layers", 2)):
+        sys.exit(f"--listener-layers {args.listener_layers}: {args.init} has "
+                 f"{init['config'].get('listener_layers', 2)} listener layers, and --init keeps the file's model "
+                 f"(a deeper listener is a fresh run)")
     stores = load_all(args.features)
     if "an4" not in stores:
         sys.exit(f"no stored features in {args.features}: run python3 -m attnlab.data.speech_features first")
@@ -361,7 +368,7 @@ def main(argv=None):
     dev = collect(stores, "dev", DEV_SOURCES, args.dev_limit)
     cfg = las.Config(enc_hidden=args.enc_hidden, dec_hidden=args.dec_hidden, emb=args.emb, attn_dim=args.attn_dim,
                      loc_filters=args.loc_filters, loc_width=args.loc_width, dropout=args.dropout,
-                     listener_layers=args.listener_layers)
+                     listener_layers=args.listener_layers or las.Config().listener_layers)
     if init is not None:
         cfg = las.Config(**init["config"])
     elif resuming and args.init:
