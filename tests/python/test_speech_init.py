@@ -120,8 +120,8 @@ class SpeechInitTest(unittest.TestCase):
             train(self.flags(refused, "--init", self.gguf, "--listener-layers", "3", "--epochs", "1"))
         self.assertIn("has 2 listener layers", str(e.exception))
         with self.assertRaises(SystemExit) as e:
-            train(self.flags(refused, "--listener-layers", "5", "--epochs", "1"))
-        self.assertIn("1 to 4", str(e.exception))
+            train(self.flags(refused, "--listener-layers", "4", "--epochs", "1"))
+        self.assertIn("1 to 3", str(e.exception))
         self.assertFalse(os.path.exists(os.path.join(refused, "last.pt")))
 
     def test_checkpoint_keeps_its_own_configuration(self):

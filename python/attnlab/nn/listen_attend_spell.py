@@ -43,7 +43,9 @@ VOCAB = SPECIALS + tuple(ALPHABET)
 CHAR_IDS = {c: i for i, c in enumerate(VOCAB) if i >= len(SPECIALS)}
 CTC_BLANK = PAD_ID
 NEVER_WRITTEN = (PAD_ID, 1, BOS_ID)   # the speller may end (EOS) but never writes these
-MAX_LISTENER_LAYERS = 4   # the engine's kMaxSpeechListenerLayers: one annotation per 16 frames (160 ms) at the most
+# The engine's kMaxSpeechListenerLayers: one annotation per 8 frames (80 ms) at the most, where greedy's output limit
+# of 2 characters per annotation still allows 25 characters a second (a fourth halving would cut fast speech short).
+MAX_LISTENER_LAYERS = 3
 # AN4's per-coefficient std after CMN (../shared/data/README.md): features reach the listener at unit scale.
 AN4_FEATURE_STD = (2.90, 0.85, 0.42, 0.48, 0.31, 0.24, 0.22, 0.19, 0.18, 0.18, 0.14, 0.14, 0.15)
 

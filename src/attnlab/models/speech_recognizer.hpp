@@ -4,7 +4,7 @@
 // attnlab.gguf.speech) holds the weights, the sizes and the character table.
 //
 //   input:     MFCCs x [T, 13] at frame_rate (100) frames/s; x ← (x − mean_t x) / feature_scale    (CMN)
-//   listener:  L pyramidal BiGRU layers (L = log2 time_reduction: 2 in the shipped model, 1 to 4 read); each
+//   listener:  L pyramidal BiGRU layers (L = log2 time_reduction: 2 in the shipped model, 1 to 3 read); each
 //              first stacks frame pairs [x_{2t} ; x_{2t+1}] (an odd count drops the last frame), so the annotations
 //              h [S, 2E] come at frame_rate / time_reduction (25 with two layers) frames/s
 //              s_0 = tanh(W_init [→h_S ; ←h_1] + b_init)                                      [H]
@@ -35,8 +35,9 @@ class File;
 
 namespace attnlab::models {
 
-// Pair-stacking listener layers a file may have (python/attnlab/nn/listen_attend_spell.py's MAX_LISTENER_LAYERS).
-constexpr int kMaxSpeechListenerLayers = 4;
+// Pair-stacking listener layers a file may have (python/attnlab/nn/listen_attend_spell.py's MAX_LISTENER_LAYERS):
+// with three, one annotation per 80 ms, the output limit below still allows 25 characters a second.
+constexpr int kMaxSpeechListenerLayers = 3;
 // ListenAttendSpell.greedy's output limit: 2 characters per annotation (one per 20 ms with two listener layers)
 // plus 10.
 constexpr float kSpeechMaxLengthRatio = 2.0f;
