@@ -55,9 +55,10 @@ SpeechRecognizer load_speech_recognizer(const gguf::File& file) {
     c.vocab = metadata_size(file, p + "vocab_size");
     c.frame_rate = metadata_size(file, p + "frame_rate");
     c.time_reduction = metadata_size(file, p + "time_reduction");
-    int layers = 1;
-    while (layers < kMaxSpeechListenerLayers && 1 << layers != c.time_reduction) ++layers;
-    check(1 << layers == c.time_reduction,
+    int layers = 0;   // log2 time_reduction, where that is a depth the engine's listener can have
+    for (int n = 1; n <= kMaxSpeechListenerLayers; ++n)
+        if (1 << n == c.time_reduction) layers = n;
+    check(layers > 0,
           "this speech model reduces time by " + std::to_string(c.time_reduction) + "; the engine's listener has 1 to " +
               std::to_string(kMaxSpeechListenerLayers) + " pair-stacking layers, each halving it (2 to " +
               std::to_string(1 << kMaxSpeechListenerLayers) + ")");
