@@ -55,7 +55,8 @@ constexpr Command kCommands[] = {
      "                                            whole stdin lines already waiting are translated together,\n"
      "                                            up to --batch 1..256 at once (default 16), as one by one\n"
      "                                            (f16/f32 weights: up to float rounding); a bad line gets its\n"
-     "                                            error in its place; --shortlist: score only the target pieces\n"
+     "                                            error in its place, a blank line a blank result;\n"
+     "                                            --shortlist: score only the target pieces\n"
      "                                            a shortlist file gives for the input (faster; docs/decoding.md)\n"},
     {"caption",
      "  caption --model FILE [--beam N] [--max-length N] [--no-repeat-ngram N] [--recognize] [--json] IMAGE...\n"
@@ -416,24 +417,44 @@ int run_translate(const Arguments& args) {
             status = 1;
         }
     };
+    // A blank line (nothing but whitespace) separates a text's paragraphs: it is answered with a blank result (an
+    // empty line, or the object of an empty translation), not an error, and it is not part of the batch. An input
+    // with no other line (none at all, or only blank ones) has nothing to translate: that is an error.
+    const auto blank = [](const std::string& line) { return line.find_first_not_of(" \t\r\f\v") == std::string::npos; };
     // Complete lines already waiting are translated together (Model::translate of several texts: each as alone,
     // each weight read once per step for all of them). A batch never waits for more input, nor for the rest of a
     // line being written, so a program (or a person) that writes one line and reads its answer gets it at once.
     LineBatches input(STDIN_FILENO);
+    bool any_text = false;
     for (;;) {
         const std::vector<std::string> lines = input.next_batch(static_cast<std::size_t>(batch_size));
         if (lines.empty()) break;
-        if (lines.size() == 1) {
-            translate_line(lines.front());
-        } else if (!lines.empty()) {
+        std::vector<std::string> texts;
+        for (const std::string& line : lines)
+            if (!blank(line)) texts.push_back(line);
+        any_text = any_text || !texts.empty();
+        std::vector<attnlab::Translation> together;
+        if (texts.size() > 1) {
             try {
-                for (const attnlab::Translation& t : model.translate(lines, options)) print(t);
+                together = model.translate(texts, options);
             } catch (const attnlab::Error&) {
-                // A bad line among them: each line again alone, so every line gets its own result or error.
-                for (const std::string& text : lines) translate_line(text);
+                // A bad line among them: each line again alone (below), so every line gets its own result or error.
             }
         }
+        std::size_t next = 0;
+        for (const std::string& line : lines) {
+            if (blank(line))
+                std::printf("%s\n", args.json ? translation_json(attnlab::Translation{}).c_str() : "");
+            else if (!together.empty())
+                print(together[next++]);
+            else
+                translate_line(line);
+        }
         std::fflush(stdout);
+    }
+    if (!any_text) {
+        std::fprintf(stderr, "attnlab: nothing to translate: the input is empty\n");
+        return 1;
     }
     return status;
 }

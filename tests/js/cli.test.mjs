@@ -228,10 +228,37 @@ test('stdin: a bad line answers with an error in its place, the others are trans
   assert.match(json.stderr, /^attnlab: .*UTF-8/im);
 
   // Plain text: an empty line stands for the failed one, so output line i still answers input line i.
-  const plain = run(['translate', ...asPyTorch, '--model', model], `${first.text}\n\n${third.text}\n`);
+  const plain = run(['translate', ...asPyTorch, '--model', model], input);
   assert.equal(plain.status, 1);
   assert.deepEqual(plain.stdout.split('\n'), [first.greedyText, '', third.greedyText, '']);
-  assert.match(plain.stderr, /^attnlab: .*empty/m);
+  assert.match(plain.stderr, /^attnlab: .*UTF-8/m);
+});
+
+test('stdin: a blank line is a blank result, not an error, alone or among lines decoded together', () => {
+  const [first, third] = [expected[5], expected[6]];
+  const input = `${first.text}\n\n \t \n${third.text}\n\n`;
+  for (const batch of ['1', '16']) {
+    const plain = run(['translate', ...asPyTorch, '--model', model, '--batch', batch], input);
+    assert.equal(plain.status, 0, plain.stderr);
+    assert.equal(plain.stderr, '');
+    assert.deepEqual(plain.stdout.split('\n'), [first.greedyText, '', '', third.greedyText, '', '']);
+
+    const json = run(['translate', ...asPyTorch, '--model', model, '--json', '--batch', batch], input);
+    assert.equal(json.status, 0, json.stderr);
+    const out = lines(json.stdout).map((line) => JSON.parse(line));
+    assert.equal(out.length, 5);
+    assertTranslationJson(out[0], first);
+    assertTranslationJson(out[3], third);
+    for (const i of [1, 2, 4]) {
+      assert.equal(out[i].text, '');
+      assert.deepEqual([out[i].source_tokens, out[i].target_ids, out[i].attention], [[], [], []]);
+      assert.deepEqual(Object.keys(out[i]), Object.keys(out[0]).filter((key) => !key.endsWith('_attention')));
+    }
+  }
+  // Given as TEXT, nothing to translate is still an error.
+  const argument = run(['translate', '--model', model, ' ']);
+  assert.equal(argument.status, 1);
+  assert.match(argument.stderr, /nothing to translate/);
 });
 
 test('info prints the metadata, including general.architecture', () => {

@@ -164,10 +164,11 @@ test('caption: wrong model kind, missing, empty, non-image and directory images 
 });
 
 // Issue 8's bad-input matrix, the CLI side of tests/js/bad_input_cases.mjs.
-test('empty or blank text, as TEXT and on stdin: exit 1, "empty"', () => {
+test('empty or blank text, as TEXT and as the whole of stdin: exit 1, "empty"', () => {
   assertCleanFailure(['translate', '--model', model, ''], '', /empty/);
   assertCleanFailure(['translate', '--model', model, ' \t '], '', /empty/);
   assertCleanFailure(['translate', '--model', model], '\n\n', /empty/);
+  assertCleanFailure(['translate', '--model', model], '', /empty/);
 });
 
 test('translate on a captioner: exit 1, the message says the model cannot translate', () => {
