@@ -10,6 +10,10 @@
 #          chunks, NAME's best weights, at a lower rate: the second call of a lease; PREFIX may instead be a speech
 #          GGUF file, e.g. a copy of the shipped models/weights/speech-las.f16.gguf carried in .device)
 #   here:  python3 -m attnlab.train.checkpoint_chunks join OUT/NAME CHECKPOINT.pt    (then models/ship_speech.sh)
+# ATTNLAB_SPEECH_SIZES replaces the two fresh runs: entries "NAME:TRAINER FLAGS" separated by ";", e.g. the same size
+# with two and with three listener layers, side by side on one budget:
+#   ATTNLAB_SPEECH_SIZES="las-320:--enc-hidden 320 --dec-hidden 512 --emb 128 --attn-dim 256 --dropout 0.25;
+#   las-320-l3:--enc-hidden 320 --dec-hidden 512 --emb 128 --attn-dim 256 --dropout 0.25 --listener-layers 3"
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 compact=$1 out=$2 minutes=$3 continue=${4:-}
@@ -47,6 +51,13 @@ recipe=(--real-repeat 2 --max-frames 40000 --lr 1e-3 --warmup 400 --epoch-decay 
         --dev-limit 800 --log-every 25 --save-minutes 100)
 sizes=("las-256:--enc-hidden 256 --dec-hidden 512 --emb 128 --attn-dim 256 --dropout 0.2"
        "las-320:--enc-hidden 320 --dec-hidden 512 --emb 128 --attn-dim 256 --dropout 0.25")
+if [ -n "${ATTNLAB_SPEECH_SIZES:-}" ]; then
+  IFS=';' read -r -a sizes <<< "${ATTNLAB_SPEECH_SIZES//$'\n'/}"
+fi
+for i in "${!sizes[@]}"; do
+  sizes[i]=$(echo "${sizes[i]}" | sed 's/^[[:space:]]*//; s/[[:space:]]*$//')
+  [[ ${sizes[i]} =~ ^[A-Za-z0-9._-]+:.+ ]] || { echo "ATTNLAB_SPEECH_SIZES: '${sizes[i]}' is not NAME:FLAGS" >&2; exit 2; }
+done
 pids=()
 for size in "${sizes[@]}"; do
   name=${size%%:*}
