@@ -1,6 +1,7 @@
 """attnlab.audio.augment: the cepstra <-> smoothed log-mel maps match the front end's legacy DCT, the identity
 settings change nothing, a warp moves a spectral peak the way a longer or shorter vocal tract does, a mask flattens
-its bands over time, draws are reproducible from the seed, and the trainer's batches carry them.
+its bands over time, narrowband drops the bands above 4 kHz as an 8 kHz recording does, draws are reproducible from
+the seed, and the trainer's batches carry them (narrowband never on FSDD, which is an 8 kHz recording).
 
     PYTHONPATH=python /usr/bin/python3 -m unittest tests.python.test_speech_augment
 """
@@ -77,6 +78,33 @@ class Mask(unittest.TestCase):
                 aug.mask_bands(np.zeros((3, features.CEPSTRA)), start, width)
 
 
+class Narrowband(unittest.TestCase):
+    def test_drops_the_bands_above_4_khz_below_band_30(self):
+        log_mel = smooth_log_mel(np.random.default_rng(9)) + 8.0
+        narrow = aug.to_log_mel(aug.narrowband(aug.to_cepstra(log_mel)))
+        smooth = aug.to_log_mel(aug.to_cepstra(log_mel))
+        upper = slice(aug.NARROWBAND_EDGE + 3, None)
+        drop = (smooth[:, aug.NARROWBAND_EDGE:aug.NARROWBAND_EDGE + 1] - narrow[:, upper]).mean(axis=0)
+        # 13 cepstra hold a smoothed spectrum, so the edge is soft: from band 33 on within a log unit of the drops.
+        np.testing.assert_allclose(drop, aug.NARROWBAND_DROPS[2:], atol=1.0)
+        np.testing.assert_allclose(narrow[:, :24], smooth[:, :24], atol=1.0)
+
+    def test_an_8_khz_spectrum_is_nearly_unchanged(self):
+        log_mel = smooth_log_mel(np.random.default_rng(10)) + 8.0
+        log_mel[:, aug.NARROWBAND_EDGE + 1:] = log_mel[:, aug.NARROWBAND_EDGE:aug.NARROWBAND_EDGE + 1] - aug.NARROWBAND_DROPS
+        cepstra = aug.to_cepstra(log_mel)
+        self.assertLess(np.abs(aug.narrowband(cepstra) - cepstra).max(), 0.1 * np.abs(cepstra).max())
+
+    def test_augment_takes_its_share(self):
+        cepstra = aug.to_cepstra(smooth_log_mel(np.random.default_rng(11)) + 8.0)
+        np.testing.assert_allclose(aug.augment(cepstra, random.Random(0), narrowband_share=1.0), aug.narrowband(cepstra))
+        self.assertIs(aug.augment(cepstra, random.Random(0), narrowband_share=0.0), cepstra)
+        rng = random.Random(3)
+        changed = sum(aug.augment(cepstra, rng, narrowband_share=0.3) is not cepstra for _ in range(1000))
+        self.assertGreater(changed, 240)
+        self.assertLess(changed, 360)
+
+
 class Augment(unittest.TestCase):
     def test_nothing_asked_returns_the_input(self):
         cepstra = np.ones((4, features.CEPSTRA), dtype=np.float32)
@@ -114,6 +142,15 @@ class TrainerBatches(unittest.TestCase):
         self.assertGreater(float((warped[0] - plain[0]).abs().max()), 1e-3)
         self.assertEqual(float(warped[1, 20:].abs().max()), 0.0)
         self.assertTrue(bool(warped.isfinite().all()))
+
+    def test_narrowband_spares_the_8_khz_recordings(self):
+        rng = np.random.default_rng(6)
+        frames = [aug.to_cepstra(smooth_log_mel(rng, frames=25) + 8.0)]
+        stores = {"an4": self.Store(frames), "fsdd": self.Store(frames)}
+        items = [("an4", 0, 25, [1]), ("fsdd", 0, 25, [1])]
+        narrow, _ = trainer.pad_features(stores, items, random.Random(1), narrowband=1.0)
+        np.testing.assert_allclose(narrow[0].numpy(), aug.narrowband(frames[0]), atol=1e-6)
+        np.testing.assert_array_equal(narrow[1].numpy(), frames[0])
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ OUT/best.pt is the lowest greedy dev CER (AN4's dev speakers, LJ Speech's dev cl
 synthetic dev voices, pooled); OUT/epoch-<n>.pt the last --keep-epochs epochs. Recipe: Adam, linear warm-up over
 --warmup steps to --lr, then the rate times --lr-decay after each epoch without a dev gain; joint loss
 (1 - w) CE + w CTC (w = --ctc-weight); label smoothing; dropout; two time masks per utterance (SpecAugment-style)
-during training, and with --warp and --freq-masks the mel bands warped and masked (attnlab.audio.augment); batches
+during training, and with --warp and --freq-masks the mel bands warped and masked, with --narrowband a share of the
+16 kHz speech made to sound as through an 8 kHz recording (attnlab.audio.augment); batches
 of similar length holding at most --max-frames input frames; --epoch-decay anneals the rate after every epoch as well
 (a run with a wall-clock budget); --real-repeat counts the recorded speech (AN4, FSDD, LJ Speech) more than once an
 epoch, and --synth-share takes a fresh share of the synthetic speech each epoch
@@ -48,6 +49,7 @@ from attnlab.train.loop import Family, Logger, WallClock, keep_last_epochs, resu
 log = Logger(time_format="%Y-%m-%d %H:%M:%S")
 TRAIN_SOURCES = ("an4", "fsdd", "ljspeech", "synth")
 DEV_SOURCES = ("an4", "ljspeech", "pocketsphinx", "synth")
+NARROWBAND_SOURCES = ("fsdd",)    # recorded at 8 kHz already
 MAX_FRAMES_PER_UTTERANCE = 1600   # 16 s: longer clips are left out of training
 
 
@@ -103,15 +105,17 @@ def epoch_items(items, synth_share, seed):
     return [item for k, item in enumerate(items) if item[0] != "synth" or k in kept]
 
 
-def pad_features(stores, items, rng=None, masks=0, mask_fraction=0.05, warp=0.0, freq_masks=0):
-    """-> (feats [B, T, 13], lengths [B]); with rng, each utterance's bands warped by a factor within 1 ± warp and
+def pad_features(stores, items, rng=None, masks=0, mask_fraction=0.05, warp=0.0, freq_masks=0, narrowband=0.0):
+    """-> (feats [B, T, 13], lengths [B]); with rng, a `narrowband` share of the utterances not recorded at 8 kHz
+    given the bands of an 8 kHz recording, each utterance's bands warped by a factor within 1 ± warp and
     `freq_masks` runs of bands masked (attnlab.audio.augment), then `masks` time spans set to its mean frame."""
     lengths = torch.tensor([item[2] for item in items])
     feats = torch.zeros(len(items), int(lengths.max()), 13)
     for b, (source, i, T, _) in enumerate(items):
         frames = np.array(stores[source].features(i))
         if rng is not None:
-            frames = augment(frames, rng, warp=warp, freq_masks=freq_masks)
+            frames = augment(frames, rng, warp=warp, freq_masks=freq_masks,
+                             narrowband_share=0.0 if source in NARROWBAND_SOURCES else narrowband)
         frames = torch.from_numpy(frames)
         if rng is not None and masks:
             frames = frames.clone()
@@ -225,7 +229,7 @@ class SpeechFamily(Family):
                 group["lr"] = args.lr * step / args.warmup
         items = [self.train_items[i] for i in batch]
         feats, lengths = pad_features(self.stores, items, self.rng, masks=args.time_masks, warp=args.warp,
-                                      freq_masks=args.freq_masks)
+                                      freq_masks=args.freq_masks, narrowband=args.narrowband)
         loss, _, _ = las.loss(self.model, feats.to(args.device), lengths, [item[3] for item in items],
                               args.ctc_weight, args.label_smoothing)
         self.frames_done += int(lengths.sum())
@@ -307,6 +311,9 @@ def parse_args(argv=None):
                     help="each training utterance's mel bands warped by a factor drawn within 1 +- this (vocal tract "
                     "length perturbation, attnlab.audio.augment; 0 = none)")
     ap.add_argument("--freq-masks", type=int, default=0, help="runs of 0-5 mel bands masked per training utterance")
+    ap.add_argument("--narrowband", type=float, default=0.0,
+                    help="the share of training utterances not recorded at 8 kHz given an 8 kHz recording's bands "
+                    "(attnlab.audio.augment.narrowband; 0 = none)")
     ap.add_argument("--max-frames", type=int, default=12000, help="padded input frames per batch")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup", type=int, default=500)
