@@ -417,10 +417,11 @@ int run_translate(const Arguments& args) {
             status = 1;
         }
     };
-    // A blank line (nothing but whitespace) separates a text's paragraphs: it is answered with a blank result (an
-    // empty line, or the object of an empty translation), not an error, and it is not part of the batch. An input
-    // with no other line (none at all, or only blank ones) has nothing to translate: that is an error.
-    const auto blank = [](const std::string& line) { return line.find_first_not_of(" \t\r\f\v") == std::string::npos; };
+    // A blank line (nothing but the whitespace the engine calls empty input) separates a text's paragraphs: it is
+    // answered with a blank result (an empty line, or the object of an empty translation), not an error, and it is
+    // not part of the batch. An input with no other line (none at all, or only blank ones) has nothing to translate:
+    // that is an error.
+    const auto blank = [](const std::string& line) { return line.find_first_not_of(" \t\n\r\f\v") == std::string::npos; };
     // Complete lines already waiting are translated together (Model::translate of several texts: each as alone,
     // each weight read once per step for all of them). A batch never waits for more input, nor for the rest of a
     // line being written, so a program (or a person) that writes one line and reads its answer gets it at once.
@@ -429,9 +430,12 @@ int run_translate(const Arguments& args) {
     for (;;) {
         const std::vector<std::string> lines = input.next_batch(static_cast<std::size_t>(batch_size));
         if (lines.empty()) break;
+        std::vector<bool> blanks;
         std::vector<std::string> texts;
-        for (const std::string& line : lines)
-            if (!blank(line)) texts.push_back(line);
+        for (const std::string& line : lines) {
+            blanks.push_back(blank(line));
+            if (!blanks.back()) texts.push_back(line);
+        }
         any_text = any_text || !texts.empty();
         std::vector<attnlab::Translation> together;
         if (texts.size() > 1) {
@@ -442,13 +446,13 @@ int run_translate(const Arguments& args) {
             }
         }
         std::size_t next = 0;
-        for (const std::string& line : lines) {
-            if (blank(line))
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            if (blanks[i])
                 std::printf("%s\n", args.json ? translation_json(attnlab::Translation{}).c_str() : "");
             else if (!together.empty())
                 print(together[next++]);
             else
-                translate_line(line);
+                translate_line(lines[i]);
         }
         std::fflush(stdout);
     }
