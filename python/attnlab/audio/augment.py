@@ -80,9 +80,8 @@ NARROWBAND_DROPS = np.array([3.11, 7.55, 7.98, 8.26, 8.48, 8.67, 8.83, 8.98, 9.1
 
 
 def _narrowband(log_mel):
-    out = np.array(log_mel, dtype=np.float64)
-    out[:, NARROWBAND_EDGE + 1:] = out[:, NARROWBAND_EDGE:NARROWBAND_EDGE + 1] - NARROWBAND_DROPS
-    return out
+    log_mel[:, NARROWBAND_EDGE + 1:] = log_mel[:, NARROWBAND_EDGE:NARROWBAND_EDGE + 1] - NARROWBAND_DROPS
+    return log_mel
 
 
 def narrowband(cepstra):
