@@ -12,8 +12,6 @@ festival with festvox-us-slt-hts, and sox (scripts/setup.sh installs them).
 import argparse
 import json
 import os
-import subprocess
-import tempfile
 
 from attnlab.data import synthesize_speech as S
 
@@ -35,11 +33,7 @@ def main():
     listing = []
     for name, voice, text, label in SAMPLES:
         assert voice == S.TEST_VOICE or voice in S.DEV_VOICES, f"{voice} is a training voice"
-        path = os.path.join(args.out, name)
-        with tempfile.TemporaryDirectory() as tmp:
-            raw = os.path.join(tmp, "tts.wav")
-            S.speak(voice, text, 1.0, 50, raw, tmp)
-            subprocess.run(["sox", raw, "-r", str(S.SAMPLE_RATE), "-b", "16", "-c", "1", path], check=True)
+        path = S.speak_clean(voice, text, os.path.join(args.out, name))
         listing.append({"file": name, "label": label, "voice": voice, "transcript": text})
         print(f"wrote {path} ({os.path.getsize(path)} bytes): {voice}: {text}")
     with open(os.path.join(args.out, "speech.json"), "w", encoding="utf-8") as f:

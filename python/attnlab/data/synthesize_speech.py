@@ -204,14 +204,19 @@ def make_one(job):
     return row
 
 
-def make_woodchuck(out_root):
-    """The test clip: the woodchuck sentence in TEST_VOICE, clean (no augmentation), never in training."""
-    path = os.path.join(out_root, "woodchuck.wav")
+def speak_clean(voice, text, path):
+    """`text` in `voice` at its normal speed and pitch, no augmentation, as 16 kHz 16-bit mono WAV at `path`."""
     with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, "tts.wav")
-        speak(TEST_VOICE, WOODCHUCK, 1.0, 50, raw, tmp)
-        run(["sox", raw, "-r", str(SAMPLE_RATE), "-b", "16", "-c", "1", path])
+        speak(voice, text, 1.0, 50, raw, tmp)
+        # -R: sox's dither is otherwise seeded afresh each run, and the same clip would not come out twice alike.
+        run(["sox", "-R", raw, "-r", str(SAMPLE_RATE), "-b", "16", "-c", "1", path])
     return path
+
+
+def make_woodchuck(out_root):
+    """The test clip: the woodchuck sentence in TEST_VOICE, clean, never in training."""
+    return speak_clean(TEST_VOICE, WOODCHUCK, os.path.join(out_root, "woodchuck.wav"))
 
 
 def main(argv=None):

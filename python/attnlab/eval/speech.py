@@ -4,6 +4,7 @@ attnlab.data.speech and the woodchuck test clip: the numbers of models/speech-la
 
     PYTHONPATH=python python3 -m attnlab.eval.speech --model models/weights/speech-las.q8_0.gguf [--beam 4]
         [--ctc-weight W] [--lm-weight W] [--sets an4,fsdd,ljspeech,pocketsphinx,synth,woodchuck] [--synth DIR] [--woodchuck FILE.wav]
+    PYTHONPATH=python python3 -m attnlab.eval.speech --model M --sets woodchuck-voices   # not among the default sets
 
 Each set is one `attnlab transcribe --model F --beam N [--ctc-weight W] [--lm-weight W] --json FILE...` run (AN4 as its Sphinx .mfc
 files, the others as their WAV/FLAC audio, decoded and featurized by the engine; without --ctc-weight the file's
@@ -20,6 +21,11 @@ each utterance) whose attention peak frame is not before the previous character'
   synth         the synthetic dev voices (held out by voice), when --synth has attnlab.data.synthesize_speech output
   woodchuck     "how much wood would a woodchuck chuck ...", festival's cmu_us_slt_arctic_hts voice (never in
                 training): web/app/samples/speech/woodchuck.wav, made by scripts/make_speech_samples.py
+  woodchuck-voices  the same sentence spoken as that clip is (clean, normal speed and pitch) by the voices of
+                attnlab.data.synthesize_speech (WOODCHUCK_VOICES: one per espeak-ng accent, every flite and festival
+                voice, most of them heard in training), made afresh in a temporary folder; to stderr, each voice's
+                split, CER and transcript. It tells the sentence's share of the woodchuck clip's errors from the
+                voice's.
 """
 import argparse
 from collections import Counter
@@ -27,19 +33,38 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 from attnlab.data import speech as data
+from attnlab.data import synthesize_speech as synthetic
 from attnlab.eval.cer import character_error_rate, edit_distance
 from attnlab.paths import CLI, ROOT
 
 SETS = ("an4", "fsdd", "ljspeech", "pocketsphinx", "synth", "woodchuck")
-WOODCHUCK_TEXT = "how much wood would a woodchuck chuck if a woodchuck could chuck wood"
+WOODCHUCK_TEXT = synthetic.WOODCHUCK
 DEFAULT_WOODCHUCK = os.path.join(ROOT, "web", "app", "samples", "speech", "woodchuck.wav")
+WOODCHUCK_VOICES = ([f"espeak:{accent}+m1" for accent in synthetic.ESPEAK_ACCENTS]
+                    + [f"flite:{v}" for v in synthetic.FLITE_VOICES]
+                    + [f"festival:{v}" for v in synthetic.FESTIVAL_VOICES] + [synthetic.TEST_VOICE])
+
+
+def woodchuck_in_voices(folder):
+    """[(path, WOODCHUCK_TEXT, voice)]: one clip per voice of WOODCHUCK_VOICES, in that order, written into `folder`."""
+    return [(synthetic.speak_clean(voice, WOODCHUCK_TEXT, os.path.join(folder, f"{i:02d}.wav")), WOODCHUCK_TEXT, voice)
+            for i, voice in enumerate(WOODCHUCK_VOICES)]
+
+
+def print_by_voice(pairs, voices):
+    """To stderr: each voice's split, CER and transcript, in WOODCHUCK_VOICES' order."""
+    for (hypothesis, reference), voice in zip(pairs, voices):
+        split = synthetic.VOICE_SPLITS.get(voice, "test")
+        print(f"  {voice} ({split}): CER {character_error_rate([hypothesis], [reference]):.1f}%: {hypothesis}",
+              file=sys.stderr)
 
 
 def utterances(name, synth_root, woodchuck):
-    """[(path, reference transcript)] of one set."""
+    """[(path, reference transcript)] of one set (woodchuck-voices is made by woodchuck_in_voices)."""
     if name == "an4":
         return [(u["mfc"], u["transcript"]) for u in data.an4_utterances() if u["split"] == "dev"]
     if name == "fsdd":
@@ -137,18 +162,23 @@ def main(argv=None):
                     help="per set, each reference transcribed wrongly at least once: how often, and as what")
     args = ap.parse_args(argv)
     rows = []
-    for name in args.sets.split(","):
-        items = utterances(name, args.synth, args.woodchuck)
-        if not items:
-            print(f"attnlab.eval.speech: set {name} has no utterances here; skipped", file=sys.stderr)
-            continue
-        row, pairs = evaluate(args.cli, args.model, args.beam, name, items, args.ctc_weight, args.lm_weight)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-        for h, r in pairs[:args.examples]:
-            print(f"  ref: {r}\n  hyp: {h}", file=sys.stderr)
-        if args.confusions:
-            print_confusions(pairs)
+    with tempfile.TemporaryDirectory() as spoken:
+        for name in args.sets.split(","):
+            voices = WOODCHUCK_VOICES if name == "woodchuck-voices" else []
+            items = ([(path, text) for path, text, _ in woodchuck_in_voices(spoken)] if voices
+                     else utterances(name, args.synth, args.woodchuck))
+            if not items:
+                print(f"attnlab.eval.speech: set {name} has no utterances here; skipped", file=sys.stderr)
+                continue
+            row, pairs = evaluate(args.cli, args.model, args.beam, name, items, args.ctc_weight, args.lm_weight)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            for h, r in pairs[:args.examples]:
+                print(f"  ref: {r}\n  hyp: {h}", file=sys.stderr)
+            if args.confusions:
+                print_confusions(pairs)
+            if voices:
+                print_by_voice(pairs, voices)
     if rows:
         characters, edits = sum(r["characters"] for r in rows), sum(r["edits"] for r in rows)
         print(json.dumps({"model": rows[0]["model"], "set": "pooled", "beam": args.beam,
