@@ -417,6 +417,38 @@ TEST_CASE("gemv_f16 matches gemv on the widened weights, any shape") {
     }
 }
 
+TEST_CASE("gemv_f16_rows: each row is its own gemv_f16 bit for bit, any shape and strides") {
+    for (int M : {1, 3, 4, 5, 17, 64}) {
+        for (int N : {1, 7, 8, 16, 33, 256}) {
+            for (int rows : {1, 2, 3, 4, 5, 9}) {
+                CAPTURE(M);
+                CAPTURE(N);
+                CAPTURE(rows);
+                const int ldx = N + 3, ldy = M + 2;
+                const auto W = random_vector(M * N, M * 100 + N);
+                const auto x = random_vector(rows * ldx, N + 7 + rows);
+                std::vector<uint16_t> halves(W.size());
+                for (std::size_t i = 0; i < W.size(); ++i) halves[i] = k::f32_to_f16(W[i]);
+                std::vector<float> y(rows * ldy, -7.0f), one(M);
+                k::gemv_f16_rows(rows, M, N, halves.data(), x.data(), ldx, y.data(), ldy);
+                int mismatches = 0;
+                for (int r = 0; r < rows; ++r) {
+                    k::gemv_f16(M, N, halves.data(), x.data() + r * ldx, one.data());
+                    mismatches += std::memcmp(one.data(), y.data() + r * ldy, M * sizeof(float)) != 0;
+                    for (int i = M; i < ldy; ++i) CHECK(y[r * ldy + i] == -7.0f);  // the stride's gap untouched
+                }
+                CHECK(mismatches == 0);
+            }
+        }
+    }
+    std::vector<uint16_t> halves(8 * 16);
+    std::vector<float> x(2 * 16), y(2 * 8);
+    k::gemv_f16_rows(0, 8, 16, halves.data(), x.data(), 16, y.data(), 8);  // no rows: nothing to do
+    CHECK_THROWS_AS(k::gemv_f16_rows(-1, 8, 16, halves.data(), x.data(), 16, y.data(), 8), attnlab::Error);
+    CHECK_THROWS_AS(k::gemv_f16_rows(2, 8, 16, halves.data(), x.data(), 15, y.data(), 8), attnlab::Error);
+    CHECK_THROWS_AS(k::gemv_f16_rows(2, 8, 16, halves.data(), x.data(), 16, y.data(), 7), attnlab::Error);
+}
+
 TEST_CASE("gemv_q8 and gemm_nt_q8 match the float kernels on dequantized weights") {
     unsigned seed = 900;
     for (int M : {1, 2, 3, 4, 5, 7, 17, 33})

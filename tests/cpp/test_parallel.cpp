@@ -341,6 +341,12 @@ TEST_CASE("GEMM and GEMV split over threads: the same bits as one thread") {
             kernels::gemv_f16(M, N, Wh.data(), x.data(), y.data(), accumulate);
             return y;
         });
+        const std::vector<float> x5 = test::random_vector((size_t)5 * N, 13);
+        check_thread_invariant("gemv_f16_rows", [&] {
+            std::vector<float> y((size_t)5 * M);
+            kernels::gemv_f16_rows(5, M, N, Wh.data(), x5.data(), N, y.data(), M);
+            return y;
+        });
     }
 }
 

@@ -172,7 +172,7 @@ TEST_CASE("batched search: the shipped Transformer (f16 and q8_0) decodes as the
     }
 }
 
-TEST_CASE("linear_batched: every row as linear() computes it alone (Q8_0 bit for bit, f32 within rounding)") {
+TEST_CASE("linear_batched: every row as linear() computes it alone (Q8_0 and f16 bit for bit, f32 within rounding)") {
     constexpr int kIn = 96, kOut = 70, kRows = 5;  // 70 rows: the chunks end on a partial group of 4
     nn::Linear f32;
     f32.in = kIn;
@@ -194,8 +194,12 @@ TEST_CASE("linear_batched: every row as linear() computes it alone (Q8_0 bit for
     nn::Linear q8_rows4 = q8;  // what the loaders make in wasm (kernels::q8_rows4_pays), here on every target
     q8_rows4.weight_q8_rows4 = kernels::interleave_q8_rows4(q8.weight_q8.data(), kOut, kIn);
 
+    nn::Linear f16 = f32;  // what the loaders keep where kernels::keep_f16_weights(), here on every target
+    f16.weight = Matrix();
+    for (float v : w) f16.weight_f16.push_back(kernels::f32_to_f16(v));
+
     const std::vector<float> x = test::random_vector(std::size_t(kRows) * kIn, 13, -2.0f, 2.0f);
-    for (const nn::Linear* layer : {&f32, &q8, &q8_unpacked, &q8_rows4}) {
+    for (const nn::Linear* layer : {&f32, &q8, &q8_unpacked, &q8_rows4, &f16}) {
         std::vector<float> batched(std::size_t(kRows) * kOut), one(kOut);
         nn::linear_batched(*layer, x.data(), kRows, batched.data());
         for (int r = 0; r < kRows; ++r) {
@@ -203,7 +207,7 @@ TEST_CASE("linear_batched: every row as linear() computes it alone (Q8_0 bit for
             nn::linear(*layer, x.data() + std::size_t(r) * kIn, 1, one.data());
             const std::vector<float> row(batched.begin() + std::ptrdiff_t(r) * kOut,
                                          batched.begin() + std::ptrdiff_t(r + 1) * kOut);
-            if (layer->quantized())
+            if (layer->quantized() || layer->half())
                 CHECK(row == one);
             else
                 test::check_close(row, one, 1e-5f, 1e-5f, "f32 row");

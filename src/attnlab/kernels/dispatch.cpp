@@ -483,6 +483,16 @@ void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool ac
         ATTNLAB_DISPATCH(gemv_f16(end - begin, N, W + (size_t)begin * N, x, y + begin, accumulate))
     });
 }
+void gemv_f16_rows(int rows, int M, int N, const uint16_t* W, const float* x, int ldx, float* y, int ldy) {
+    if (!valid_sizes(M, N) || rows <= 0 || ldx < N || ldy < M) {
+        ATTNLAB_DISPATCH(gemv_f16_rows(rows, M, N, W, x, ldx, y, ldy))
+    }
+    active();
+    // Pieces start at multiples of kSplitGrain, so every piece's rows are gemv_f16's fours and leftovers.
+    parallel::parallel_for(M, kSplitGrain, work_of(M, N, rows), [&](int begin, int end) {
+        ATTNLAB_DISPATCH(gemv_f16_rows(rows, end - begin, N, W + (size_t)begin * N, x, ldx, y + begin, ldy))
+    });
+}
 void f16_to_f32_n(const uint16_t* h, std::size_t n, float* out) { ATTNLAB_DISPATCH(f16_to_f32_n(h, n, out)) }
 std::vector<float> q8_scales_by4(const BlockQ8_0* W, int M, int N) { ATTNLAB_DISPATCH(q8_scales_by4(W, M, N)) }
 bool keep_f16_weights() { ATTNLAB_DISPATCH(keep_f16_weights()) }

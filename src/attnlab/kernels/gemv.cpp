@@ -86,6 +86,60 @@ void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool ac
              });
 }
 
+// Output rows i .. i+Pairs·2 of gemv_f16_rows for R activation rows: every widened vector of W serves R products,
+// and each accumulator sums its row's lanes in gemv_by4's order (j ascending, then hsum, then the tail in order).
+template <int R>
+static void gemv_f16_by4_rows(int i, int N, const uint16_t* W, const float* x, int ldx, float* y, int ldy) {
+    for (int pair = 0; pair < 4; pair += 2) {
+        const uint16_t* w0 = W + (size_t)(i + pair) * N;
+        const uint16_t* w1 = w0 + N;
+        Vec acc[R][2];
+        for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = simd::zero();
+        int j = 0;
+        for (; j + kWidth <= N; j += kWidth) {
+            const Vec a = simd::load_f16(w0 + j), b = simd::load_f16(w1 + j);
+            for (int r = 0; r < R; ++r) {
+                const Vec xv = simd::load(x + (size_t)r * ldx + j);
+                acc[r][0] = simd::fma(a, xv, acc[r][0]);
+                acc[r][1] = simd::fma(b, xv, acc[r][1]);
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int k = 0; k < 2; ++k) {
+                const uint16_t* w = k == 0 ? w0 : w1;
+                float sum = simd::hsum(acc[r][k]);
+                for (int jj = j; jj < N; ++jj) sum += detail::half_to_float(w[jj]) * x[(size_t)r * ldx + jj];
+                y[(size_t)r * ldy + i + pair + k] = sum;
+            }
+    }
+}
+
+void gemv_f16_rows(int rows, int M, int N, const uint16_t* W, const float* x, int ldx, float* y, int ldy) {
+    detail::check_gemv("gemv_f16_rows", M, N, N);
+    detail::check_rows("gemv_f16_rows (x)", rows, N, ldx);
+    detail::check_rows("gemv_f16_rows (y)", rows, M, ldy);
+    const int whole = M / 4 * 4;
+    for (int r = 0; r < rows; r += 4) {
+        const float* xr = x + (size_t)r * ldx;
+        float* yr = y + (size_t)r * ldy;
+        for (int i = 0; i < whole; i += 4) {
+            switch (std::min(4, rows - r)) {
+                case 1: gemv_f16_by4_rows<1>(i, N, W, xr, ldx, yr, ldy); break;
+                case 2: gemv_f16_by4_rows<2>(i, N, W, xr, ldx, yr, ldy); break;
+                case 3: gemv_f16_by4_rows<3>(i, N, W, xr, ldx, yr, ldy); break;
+                default: gemv_f16_by4_rows<4>(i, N, W, xr, ldx, yr, ldy); break;
+            }
+        }
+    }
+    // The rows past the last four as gemv_f16 computes them: one scalar dot product each.
+    for (int i = whole; i < M; ++i)
+        for (int r = 0; r < rows; ++r) {
+            float sum = 0.0f;
+            for (int j = 0; j < N; ++j) sum += detail::half_to_float(W[(size_t)i * N + j]) * x[(size_t)r * ldx + j];
+            y[(size_t)r * ldy + i] = sum;
+        }
+}
+
 // Panel-packed weights (kernels.hpp, pack_panels). Per input element one broadcast of x[k] and contiguous loads of
 // the panels' 16 weights; each output lane accumulates over k in order, so no horizontal sum and no row pointers.
 // The dot-product gemv above, 4 rows at a time over row-major weights, slows to a quarter of this when the matrix

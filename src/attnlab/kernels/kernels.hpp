@@ -99,6 +99,9 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 blocks are 34 bytes in GGUF");
 #define ATTNLAB_SIMD_KERNEL_DECLARATIONS                                                                    \
     /* y = W·x (+ y when accumulate) with W [M, N] held as halves; exact widening, float accumulation. */  \
     void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool accumulate = false);     \
+    /* y[r,:] = W·x[r,:] for r < rows (x rows ldx apart, y rows ldy apart), W [M, N] halves read once for up \
+       to four rows: each row of y is bit for bit gemv_f16's for x[r,:] (batched beams step as one by one). */\
+    void gemv_f16_rows(int rows, int M, int N, const uint16_t* W, const float* x, int ldx, float* y, int ldy); \
     /* out[i] = the float value of half h[i], i < n (vectorized where the arch converts halves). */         \
     void f16_to_f32_n(const uint16_t* h, std::size_t n, float* out);                                      \
     /* The block scales of a Q8_0 matrix W [M, N] as floats, grouped the way gemv_q8_q8 reads them: rows   \

@@ -12,7 +12,7 @@ namespace attnlab::nn {
 namespace {
 
 // The widened panel of the f16 GEMM path, reused between calls (the engine is single-threaded; thread_local
-// keeps that an assumption rather than a race): a batched decoder step calls it for every weight, every step.
+// keeps that an assumption rather than a race): every multi-row product of an f16 layer calls it.
 std::vector<float>& f16_panel(std::size_t size) {
     thread_local std::vector<float> panel;
     if (panel.size() < size) panel.resize(size);
@@ -21,7 +21,8 @@ std::vector<float>& f16_panel(std::size_t size) {
 
 // x [rows, in] -> y [rows, out] through the f32 GEMM on panels of widened halves: the conversion is paid once
 // per panel, not once per input row.
-void linear_f16_rows(const Linear& layer, const float* x, int rows, float* y, int panel_rows = 64) {
+void linear_f16_rows(const Linear& layer, const float* x, int rows, float* y) {
+    constexpr int panel_rows = 64;
     std::vector<float>& panel = f16_panel(std::size_t(panel_rows) * layer.in);
     for (int begin = 0; begin < layer.out; begin += panel_rows) {
         const int count = std::min(panel_rows, layer.out - begin);
@@ -136,9 +137,8 @@ void linear_batched(const Linear& layer, const float* x, int rows, float* y) {
         return;
     }
     if (layer.half()) {
-        // A few rows: panels that stay in L1 (16 KiB of floats), widened once and read by every row.
-        const int panel_rows = std::max(4, 4096 / layer.in / 4 * 4);
-        linear_f16_rows(layer, x, rows, y, panel_rows);
+        // Each row exactly as linear() steps it alone (gemv_f16), the halves read once for every four rows.
+        kernels::gemv_f16_rows(rows, layer.out, layer.in, layer.weight_f16.data(), x, layer.in, y, layer.out);
         if (layer.has_bias())
             kernels::bias_act(rows, layer.out, y, layer.out, layer.bias.data(), kernels::Activation::none);
         return;
