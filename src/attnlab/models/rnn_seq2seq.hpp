@@ -119,23 +119,13 @@ public:
 
 // Several encoded sentences for decode::search_sentences; with columns (kept by pointer), every step scores only
 // those target tokens.
-class RnnSentencesDecoder : public decode::EncodedSentences<RnnSeq2Seq, RnnEncoded> {
+class RnnSentencesDecoder : public ColumnSentencesDecoder<RnnSeq2Seq, RnnEncoded> {
 public:
-    RnnSentencesDecoder(const RnnSeq2Seq& model, std::vector<const RnnEncoded*> sentences,
-                        const decode::Columns* columns = nullptr)
-        : RnnSentencesDecoder(model, std::move(sentences), OutputColumns(model.target_embedding, columns)) {}
-    // output: OutputColumns(model.target_embedding, columns), made beforehand (throws for another layer's).
-    RnnSentencesDecoder(const RnnSeq2Seq& model, std::vector<const RnnEncoded*> sentences, OutputColumns output)
-        : EncodedSentences(model, std::move(sentences)), output_(std::move(output)) {
-        check(&output_.full() == &model.target_embedding, "the output columns are not of this model's output layer");
-    }
+    using ColumnSentencesDecoder::ColumnSentencesDecoder;
     std::unique_ptr<decode::DecoderBatch> start_batch(const int* sentence_of_row, int rows, int capacity) const override;
     void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, const int* sentence_of_row,
                     decode::BatchOutput& out) const override;
     void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
-
-private:
-    OutputColumns output_;
 };
 
 // Copies row `id` of an embedding table (f32 or Q8_0) into out [emb]; throws on an id outside the table.

@@ -132,23 +132,13 @@ public:
 // Several encoded sentences for decode::search_sentences; the step is TransformerDecoder's, with each row's
 // cross-attention over its own sentence's keys and values. With columns (kept by pointer), every step scores only
 // those target tokens.
-class TransformerSentencesDecoder : public decode::EncodedSentences<Transformer, TransformerEncoded> {
+class TransformerSentencesDecoder : public ColumnSentencesDecoder<Transformer, TransformerEncoded> {
 public:
-    TransformerSentencesDecoder(const Transformer& model, std::vector<const TransformerEncoded*> sentences,
-                                const decode::Columns* columns = nullptr)
-        : TransformerSentencesDecoder(model, std::move(sentences), OutputColumns(model.target_embedding, columns)) {}
-    // output: OutputColumns(model.target_embedding, columns), made beforehand (throws for another layer's).
-    TransformerSentencesDecoder(const Transformer& model, std::vector<const TransformerEncoded*> sentences, OutputColumns output)
-        : EncodedSentences(model, std::move(sentences)), output_(std::move(output)) {
-        check(&output_.full() == &model.target_embedding, "the output columns are not of this model's output layer");
-    }
+    using ColumnSentencesDecoder::ColumnSentencesDecoder;
     std::unique_ptr<decode::DecoderBatch> start_batch(const int* sentence_of_row, int rows, int capacity) const override;
     void step_batch(decode::DecoderBatch& batch, const int32_t* tokens, const int* sentence_of_row,
                     decode::BatchOutput& out) const override;
     void select_batch(decode::DecoderBatch& batch, const int32_t* parents, int count) const override;
-
-private:
-    OutputColumns output_;
 };
 
 // The full attention tensors of one chosen output: tokens y_1..y_T (no BOS/EOS) -> decoder self [L, H, T, T]
