@@ -86,12 +86,13 @@ void gemv_f16(int M, int N, const uint16_t* W, const float* x, float* y, bool ac
              });
 }
 
-// Output rows i .. i+Pairs·2 of gemv_f16_rows for R activation rows: every widened vector of W serves R products,
-// and each accumulator sums its row's lanes in gemv_by4's order (j ascending, then hsum, then the tail in order).
+// Output rows [0, M) (M a multiple of 4) of gemv_f16_rows for R activation rows, two rows of W at a time: every
+// widened vector of W serves R products, and each accumulator sums its row's lanes in gemv_by4's order (j
+// ascending, then hsum, then the tail in order), so each output is gemv_f16's bit for bit.
 template <int R>
-static void gemv_f16_by4_rows(int i, int N, const uint16_t* W, const float* x, int ldx, float* y, int ldy) {
-    for (int pair = 0; pair < 4; pair += 2) {
-        const uint16_t* w0 = W + (size_t)(i + pair) * N;
+static void gemv_f16_pairs(int M, int N, const uint16_t* W, const float* x, int ldx, float* y, int ldy) {
+    for (int i = 0; i < M; i += 2) {
+        const uint16_t* w0 = W + (size_t)i * N;
         const uint16_t* w1 = w0 + N;
         Vec acc[R][2];
         for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = simd::zero();
@@ -109,7 +110,7 @@ static void gemv_f16_by4_rows(int i, int N, const uint16_t* W, const float* x, i
                 const uint16_t* w = k == 0 ? w0 : w1;
                 float sum = simd::hsum(acc[r][k]);
                 for (int jj = j; jj < N; ++jj) sum += detail::half_to_float(w[jj]) * x[(size_t)r * ldx + jj];
-                y[(size_t)r * ldy + i + pair + k] = sum;
+                y[(size_t)r * ldy + i + k] = sum;
             }
     }
 }
@@ -126,13 +127,11 @@ void gemv_f16_rows(int rows, int M, int N, const uint16_t* W, const float* x, in
     for (int r = 0; r < rows; r += 4) {
         const float* xr = x + (size_t)r * ldx;
         float* yr = y + (size_t)r * ldy;
-        for (int i = 0; i < whole; i += 4) {
-            switch (std::min(4, rows - r)) {
-                case 1: gemv_f16_by4_rows<1>(i, N, W, xr, ldx, yr, ldy); break;
-                case 2: gemv_f16_by4_rows<2>(i, N, W, xr, ldx, yr, ldy); break;
-                case 3: gemv_f16_by4_rows<3>(i, N, W, xr, ldx, yr, ldy); break;
-                default: gemv_f16_by4_rows<4>(i, N, W, xr, ldx, yr, ldy); break;
-            }
+        switch (std::min(4, rows - r)) {
+            case 1: gemv_f16_pairs<1>(whole, N, W, xr, ldx, yr, ldy); break;
+            case 2: gemv_f16_pairs<2>(whole, N, W, xr, ldx, yr, ldy); break;
+            case 3: gemv_f16_pairs<3>(whole, N, W, xr, ldx, yr, ldy); break;
+            default: gemv_f16_pairs<4>(whole, N, W, xr, ldx, yr, ldy); break;
         }
     }
     // The rows past the last four as gemv_f16 computes them: one scalar dot product each.
