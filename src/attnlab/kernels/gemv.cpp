@@ -134,13 +134,10 @@ void gemv_f16_rows(int rows, int M, int N, const uint16_t* W, const float* x, in
             default: gemv_f16_pairs<4>(whole, N, W, xr, ldx, yr, ldy); break;
         }
     }
-    // The rows past the last four as gemv_f16 computes them: one scalar dot product each.
-    for (int i = whole; i < M; ++i)
-        for (int r = 0; r < rows; ++r) {
-            float sum = 0.0f;
-            for (int j = 0; j < N; ++j) sum += detail::half_to_float(W[(size_t)i * N + j]) * x[(size_t)r * ldx + j];
-            y[(size_t)r * ldy + i] = sum;
-        }
+    // The rows past the last four: gemv_f16's own (fewer than four rows, so its scalar dot products).
+    if (whole < M)
+        for (int r = 0; r < rows; ++r)
+            gemv_f16(M - whole, N, W + (size_t)whole * N, x + (size_t)r * ldx, y + (size_t)r * ldy + whole, false);
 #endif
 }
 
