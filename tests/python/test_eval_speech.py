@@ -34,8 +34,8 @@ class WoodchuckVoicesTest(unittest.TestCase):
         self.assertEqual(len(voices), len(set(voices)))
         self.assertEqual({v.split(":")[0] for v in voices}, {"espeak", "flite", "festival"})
         self.assertEqual(voices[-1], synthetic.TEST_VOICE)
-        self.assertTrue(all(v in synthetic.VOICE_SPLITS for v in voices[:-1]))
-        self.assertTrue(all(synthetic.VOICE_SPLITS[v] == "dev" for v in voices if v in synthetic.DEV_VOICES))
+        # Voices heard in training, held-out dev voices and the test voice: the comparison the card draws.
+        self.assertEqual({synthetic.VOICE_SPLITS.get(v, "test") for v in voices}, {"train", "dev", "test"})
 
     def test_print_by_voice(self):
         text = speech.WOODCHUCK_TEXT
