@@ -70,14 +70,13 @@ inline Vec load_f16(const uint16_t* p) {
 }
 
 // e^x and tanh x. Natively xsimd's. In wasm, xsimd's SSE2 code for them converts float to int through intrinsics
-// Emscripten emulates lane by lane (docs/performance.md, Kernel notes, "e^x and tanh in wasm"), so wasm takes
-// Cephes's expf and tanhf in SIMD128's cheapest instructions (V8 on x86 lowers f32x4.min/max and trunc_sat to
+// Emscripten emulates lane by lane (docs/performance.md, Kernel notes, "e^x and tanh in wasm"), so wasm has its own:
+// e^x is Cephes's expf in SIMD128's cheapest instructions (V8 on x86 lowers f32x4.min/max and trunc_sat to
 // several each): pmin/pmax clamp (NaN stays NaN), n = round(x·log2 e) and 2^n come from one add of 1.5·2^23
 // (ties to even, as f32x4.nearest rounds, with n's integer in the float's low bits), and andnot and pmax set the
 // out-of-range lanes. Within 2 ulp of e^x on [-87.33, 88.0] (tests/cpp/test_simd.cpp); 0 below (exp(-inf) = 0
 // exactly, as the softmax masks need), +inf above 88.72, and exp(88.02) in between (127 ulp off at 88.02), where
-// no caller looks (softmax and log-softmax take x − max ≤ 0, sigmoid 1/(1 + e^-x) and tanh e^(2|x|) only up to
-// |x| = 9).
+// no caller looks (softmax and log-softmax take x − max ≤ 0, sigmoid 1/(1 + e^-x)).
 #if defined(__wasm_simd128__)
 inline Vec exp(const Vec& v) {
     const v128_t x0 = static_cast<v128_t>(static_cast<__m128>(v));
@@ -101,19 +100,21 @@ inline Vec exp(const Vec& v) {
     return Vec(static_cast<__m128>(y));
 }
 inline Vec tanh(const Vec& v) {
-    const v128_t x = static_cast<v128_t>(static_cast<__m128>(v));
-    const v128_t ax = wasm_f32x4_abs(x);
-    // |x| < 0.625: x + x³·P(x²); else 1 − 2/(e^(2|x|) + 1) with x's sign.
+    // x·P(x²)/Q(x²), near-minimax in relative error on |x| ≤ 9.0109 (float32's tanh is ±1 beyond), x clamped
+    // to ±9.05 (where the rational reaches 1) and the result capped at ±1: one division and no e^x. The fit and
+    // the float32 error over every input, within 6 ulp: scripts/fit_tanh.py.
+    const v128_t limit = wasm_f32x4_splat(9.05f), one = wasm_f32x4_splat(1.0f);
+    const v128_t x = wasm_f32x4_pmin(wasm_f32x4_pmax(static_cast<v128_t>(static_cast<__m128>(v)),
+                                                     wasm_f32x4_neg(limit)), limit);
     const v128_t z = wasm_f32x4_mul(x, x);
-    v128_t p = wasm_f32x4_splat(-5.70498872745e-3f);
-    for (float c : {2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f, -3.33332819422e-1f})
+    v128_t p = wasm_f32x4_splat(-8.459919099e-14f);
+    for (float c : {5.266930295e-11f, -2.020270351e-08f, 1.114882434e-05f, 3.103435505e-03f, 1.308354437e-01f, 1.0f})
         p = wasm_f32x4_add(wasm_f32x4_mul(p, z), wasm_f32x4_splat(c));
-    const v128_t small = wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(p, z), x), x);
-    const v128_t e = static_cast<v128_t>(static_cast<__m128>(exp(Vec(static_cast<__m128>(wasm_f32x4_add(ax, ax))))));
-    const v128_t one = wasm_f32x4_splat(1.0f);
-    v128_t large = wasm_f32x4_sub(one, wasm_f32x4_div(wasm_f32x4_splat(2.0f), wasm_f32x4_add(e, one)));
-    large = wasm_v128_or(large, wasm_v128_and(x, wasm_i32x4_splat(int32_t(0x80000000u))));
-    return Vec(static_cast<__m128>(wasm_v128_bitselect(small, large, wasm_f32x4_lt(ax, wasm_f32x4_splat(0.625f)))));
+    v128_t q = wasm_f32x4_splat(2.545384923e-04f);
+    for (float c : {2.449310757e-02f, 4.641687274e-01f, 1.0f})
+        q = wasm_f32x4_add(wasm_f32x4_mul(q, z), wasm_f32x4_splat(c));
+    const v128_t y = wasm_f32x4_div(wasm_f32x4_mul(x, p), q);
+    return Vec(static_cast<__m128>(wasm_f32x4_pmin(wasm_f32x4_pmax(y, wasm_f32x4_neg(one)), one)));
 }
 #else
 inline Vec exp(const Vec& v) { return xsimd::exp(v); }
