@@ -1,20 +1,19 @@
-"""scripts/fit_tanh.py against the coefficients wasm's simd::tanh spells out in src/attnlab/kernels/simd.hpp."""
+"""attnlab.golden.fit_tanh against the coefficients wasm's simd::tanh spells out in src/attnlab/kernels/simd.hpp."""
 
-import pathlib
+import os
 import re
-import sys
 import unittest
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import fit_tanh  # noqa: E402
+from attnlab.golden import fit_tanh
+from attnlab.paths import ROOT
 
 
 def engine_coefficients():
     """P's and Q's coefficients, lowest power first, as the wasm tanh's Horner loops use them."""
-    source = (ROOT / "src/attnlab/kernels/simd.hpp").read_text()
+    with open(os.path.join(ROOT, "src", "attnlab", "kernels", "simd.hpp"), encoding="utf-8") as f:
+        source = f.read()
     body = source[source.index("inline Vec tanh(const Vec& v) {\n    // x·P(x²)/Q(x²)"):]
     body = body[: body.index("\n}\n")]
     polynomials = re.findall(r"v128_t [pq] = wasm_f32x4_splat\(([^)]*)\);\s*for \(float c : \{([^}]*)\}\)", body)

@@ -102,7 +102,7 @@ inline Vec exp(const Vec& v) {
 inline Vec tanh(const Vec& v) {
     // x·P(x²)/Q(x²), near-minimax in relative error on |x| ≤ 9.0109 (float32's tanh is ±1 beyond), x clamped
     // to ±9.05 (where the rational reaches 1) and the result capped at ±1: one division and no e^x. The fit and
-    // the float32 error over every input, within 6 ulp: scripts/fit_tanh.py.
+    // the float32 error over every input, within 6 ulp: python/attnlab/golden/fit_tanh.py.
     const v128_t limit = wasm_f32x4_splat(9.05f), one = wasm_f32x4_splat(1.0f);
     const v128_t x = wasm_f32x4_pmin(wasm_f32x4_pmax(static_cast<v128_t>(static_cast<__m128>(v)),
                                                      wasm_f32x4_neg(limit)), limit);

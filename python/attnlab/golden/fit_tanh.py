@@ -8,7 +8,7 @@ The coefficients are then rounded to float32 and every float32 in [0, 1.01·CLAM
 engine's order of operations (clamp, Horner with separate multiply and add, one division, the result capped at
 1) against tanh in double, rounded to float32.
 
-    /usr/bin/python3 scripts/fit_tanh.py
+    PYTHONPATH=python /usr/bin/python3 -m attnlab.golden.fit_tanh
 """
 
 import numpy as np
