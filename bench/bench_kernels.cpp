@@ -401,6 +401,23 @@ int main(int argc, char** argv) {
         attnlab::set_threads(0);
     }
     {
+        // The additive attention's scores for one decoder row over a sentence's keys: a fused variant (tanh and
+        // the dot product by v in one pass) against what the models run (attention.cpp: the [S, A] hidden layer
+        // written, tanh over it, then a GEMV by v). G elements per second. In wasm both use the same tanh; natively
+        // the variant is compiled for the library's own flags, not a kernel target, so only wasm compares alike.
+        const int S = 32, A = 256;
+        const auto query_part = random_floats(A, 10), keys = random_floats((size_t)S * A, 11), v = random_floats(A, 12);
+        std::vector<float> hidden((size_t)S * A), scores(S);
+        compare("additive_scores_32x256", double(S) * A,
+                [&] { k::variants::additive_scores_fused(S, A, query_part.data(), keys.data(), A, v.data(), scores.data()); },
+                [&] {
+                    for (int s = 0; s < S; ++s)
+                        for (int a = 0; a < A; ++a) hidden[(size_t)s * A + a] = query_part[a] + keys[(size_t)s * A + a];
+                    k::activate(hidden.data(), hidden.size(), k::Activation::tanh);
+                    k::gemv(S, A, hidden.data(), A, v.data(), scores.data());
+                });
+    }
+    {
         // An encoder's shape (a dozen source tokens through a 256 -> 1024 Q8_0 layer, e.g. the Transformer's first
         // feed-forward matrix): gemm_nt_q8 widens 64-row weight panels on vectors (simd::q8_block_to_f32) into a
         // reused buffer and multiplies them in f32; "old" is what it did before: a new buffer each call, widened

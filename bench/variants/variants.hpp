@@ -22,6 +22,10 @@ namespace variants {
 void gemv_q8_int8(int M, int N, const BlockQ8_0* W, const float* x, float* y, bool accumulate = false);
 void gemm_nt_q8_int8(int M, int N, int K, const float* A, int lda, const BlockQ8_0* B, float* C, int ldc,
                      bool accumulate = false);
+// scores[s] = Σ_a v[a]·tanh(query_part[a] + keys[s,a]) for s < S (keys rows ldk apart) in one pass, never
+// storing the hidden layer (additive_scores.cpp). Compiled with the library's own flags (no kernel target).
+void additive_scores_fused(int S, int A, const float* query_part, const float* keys, int ldk, const float* v,
+                           float* scores);
 #if defined(__wasm_simd128__)
 // gemm_nt's dot-form 4×4 tiles hand-written with <wasm_simd128.h> intrinsics (gemm_wasm128.cpp).
 void gemm_nt_wasm128(int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,

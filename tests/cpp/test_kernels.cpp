@@ -920,6 +920,32 @@ TEST_CASE("bias_act matches the reference") {
                 }
 }
 
+TEST_CASE("variants::additive_scores_fused: v · tanh(query + key) per key, as in double precision") {
+    unsigned seed = 1450;
+    for (int S : {0, 1, 3, 7})
+        for (int A : {1, 3, 4, 5, 8, 33, 256}) {
+            const int ldk = A + 3;
+            const auto query_part = random_vector(A, seed++, -3.0f, 3.0f);
+            const auto keys = random_vector((size_t)std::max(S, 1) * ldk, seed++, -3.0f, 3.0f);
+            const auto v = random_vector(A, seed++);
+            std::vector<float> scores(S + 1, -7.0f), expected(S + 1, -7.0f);
+            k::variants::additive_scores_fused(S, A, query_part.data(), keys.data(), ldk, v.data(), scores.data());
+            for (int s = 0; s < S; ++s) {
+                double sum = 0;
+                for (int a = 0; a < A; ++a)
+                    sum += double(v[a]) * std::tanh(double(query_part[a]) + double(keys[(size_t)s * ldk + a]));
+                expected[s] = float(sum);
+            }
+            INFO("S " << S << " A " << A);
+            check_close(scores, expected, 2e-6f * A, 2e-6f, "additive_scores_fused");
+        }
+    std::vector<float> buf(16);
+    CHECK_THROWS_AS(k::variants::additive_scores_fused(2, 4, buf.data(), buf.data(), 3, buf.data(), buf.data()),
+                    attnlab::Error);
+    CHECK_THROWS_AS(k::variants::additive_scores_fused(-1, 4, buf.data(), buf.data(), 4, buf.data(), buf.data()),
+                    attnlab::Error);
+}
+
 TEST_CASE("gru_gates matches the reference, in place too") {
     unsigned seed = 1500;
     for (int rows : {1, 4})
