@@ -22,11 +22,11 @@ void additive_scores_fused(int S, int A, const float* query_part, const float* k
         }
         return sum;
     };
-    // Two keys a pass: their tanh chains interleave, and each query and v vector serves both.
-    int s = 0;
-    for (; s + 2 <= S; s += 2) {
+    // Two keys a pass: their tanh chains interleave, and each query and v vector serves both (an odd last key is
+    // paired with itself and stored once).
+    for (int s = 0; s < S; s += 2) {
         const float* k0 = keys + std::size_t(s) * ldk;
-        const float* k1 = k0 + ldk;
+        const float* k1 = s + 1 < S ? k0 + ldk : k0;
         Vec sum0 = simd::zero(), sum1 = simd::zero();
         int a = 0;
         for (; a + kWidth <= A; a += kWidth) {
@@ -35,15 +35,7 @@ void additive_scores_fused(int S, int A, const float* query_part, const float* k
             sum1 = simd::fma(simd::tanh(q + simd::load(k1 + a)), w, sum1);
         }
         scores[s] = simd::hsum(tail(k0, a, sum0));
-        scores[s + 1] = simd::hsum(tail(k1, a, sum1));
-    }
-    if (s < S) {
-        const float* k0 = keys + std::size_t(s) * ldk;
-        Vec sum0 = simd::zero();
-        int a = 0;
-        for (; a + kWidth <= A; a += kWidth)
-            sum0 = simd::fma(simd::tanh(simd::load(query_part + a) + simd::load(k0 + a)), simd::load(v + a), sum0);
-        scores[s] = simd::hsum(tail(k0, a, sum0));
+        if (s + 1 < S) scores[s + 1] = simd::hsum(tail(k1, a, sum1));
     }
 }
 
